@@ -1,0 +1,148 @@
+"""The `sitemaps` command line: run, demo, diff, status, gc."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pipeline.config import Limits
+from pipeline.errors import PipelineError
+from pipeline.limits import MAX_BYTES_PER_SITEMAP, MAX_SITEMAPS_PER_INDEX, MAX_URLS_PER_SITEMAP
+from pipeline.progress import Progress
+
+log = logging.getLogger("sitemaps")
+
+
+def _add_run_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--public-url", help="URL at which --out is served (default: --site-url)")
+    p.add_argument("--state", help="state URI: snapshots between runs (default: <out>/_state)")
+    p.add_argument("--work", help="work URI for intermediate files (default: a temp folder)")
+    p.add_argument("--max-urls-per-sitemap", type=int, default=MAX_URLS_PER_SITEMAP)
+    p.add_argument("--max-bytes-per-sitemap", type=int, default=MAX_BYTES_PER_SITEMAP,
+                   help="uncompressed bytes per sitemap file")
+    p.add_argument("--max-sitemaps-per-index", type=int, default=MAX_SITEMAPS_PER_INDEX)
+    p.add_argument("--section-depth", type=int, default=1,
+                   help="path segments that name a section (default 1)")
+    p.add_argument("--run-id", help="names the work folder (default: the generation id)")
+    p.add_argument("--allow-shrink", action="store_true",
+                   help="publish even if far fewer URLs than the live generation")
+    p.add_argument("--shrink-threshold", type=float, default=0.10,
+                   help="largest allowed drop in published URLs (default 0.10)")
+    p.add_argument("--max-reject-share", type=float, default=0.05,
+                   help="fail when more than this share of rows is rejected (default 0.05)")
+    p.add_argument("--force", action="store_true", help="rewrite every shard file")
+    p.add_argument("--json", action="store_true", help="print the run summary as JSON")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="sitemaps", description=__doc__)
+    parser.add_argument("-q", "--quiet", action="store_true", help="log warnings only")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("run", help="publish sitemaps for an inventory")
+    p.add_argument("--inventory", required=True,
+                   help="Parquet file, glob or (Hive-partitioned) folder; local or s3://")
+    p.add_argument("--site-url", required=True, help="the site, e.g. https://www.example.com/")
+    p.add_argument("--out", required=True, help="local folder or s3://bucket/prefix/")
+    _add_run_args(p)
+
+    p = sub.add_parser("demo", help="make a synthetic inventory and publish its sitemaps locally")
+    p.add_argument("--urls", type=int, default=1_000_000, help="inventory rows (default 1,000,000)")
+    p.add_argument("--out", default="sitemaps-demo", help="output folder (default ./sitemaps-demo)")
+    p.add_argument("--json", action="store_true", help="print the run summary as JSON")
+
+    p = sub.add_parser("status", help="the live generation of an output")
+    p.add_argument("--out", required=True)
+    p.add_argument("--json", action="store_true")
+    return parser
+
+
+def _options(args: argparse.Namespace) -> Any:
+    from pipeline.run import RunOptions
+
+    return RunOptions(
+        inventory=args.inventory, site_url=args.site_url, out=args.out,
+        public_url=args.public_url, state=args.state, work=args.work,
+        limits=Limits(args.max_urls_per_sitemap, args.max_bytes_per_sitemap,
+                      args.max_sitemaps_per_index),
+        run_id=args.run_id, section_depth=args.section_depth, allow_shrink=args.allow_shrink,
+        shrink_threshold=args.shrink_threshold, max_reject_share=args.max_reject_share,
+        force=args.force)
+
+
+def _print_summary(summary: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(summary, indent=2, sort_keys=True, default=str))
+        return
+    c = summary["counts"]
+    state = "published" if summary["published"] else "unchanged, still live"
+    print(f"generation {summary['generation']} {state}")
+    for f in summary["root_index_files"]:
+        print(f"root index: {f}")
+    rejected = ", ".join(f"{k} {v:,}" for k, v in sorted(c["rejected"].items())) or "none"
+    print(f"input rows {c['input_rows']:,}: published {c['published']:,}, "
+          f"rejected {c['rejected_rows']:,} ({rejected})")
+    print(f"changes: {c['added']:,} added, {c['changed']:,} changed, {c['removed']:,} removed, "
+          f"{c['unchanged']:,} unchanged")
+    print(f"sitemaps: {c['sitemaps']:,} ({c['shards_written']:,} written, "
+          f"{c['shards_reused']:,} reused, {c['shards_removed']:,} removed), "
+          f"{c['bytes_written']:,} gzipped bytes written, {summary['seconds']:.1f} s")
+    for w in summary["warnings"]:
+        print(f"warning: {w}")
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from pipeline.run import run
+
+    summary = run(_options(args), progress=Progress())
+    _print_summary(summary, args.json)
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from pipeline.demo import DEMO_SITE, make_inventory
+    from pipeline.run import RunOptions, run
+
+    out = Path(args.out).absolute()
+    inventory = make_inventory(out / "_demo" / "inventory.parquet", args.urls)
+    summary = run(RunOptions(inventory=str(inventory), site_url=DEMO_SITE, out=str(out)),
+                  progress=Progress())
+    _print_summary(summary, args.json)
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from pipeline.status import status
+
+    report = status(args.out)
+    if args.json:
+        print(json.dumps(report, indent=2, sort_keys=True))
+    else:
+        for k, v in report.items():
+            print(f"{k}: {v}")
+    return 0 if report.get("root_index_matches", True) else 1
+
+
+COMMANDS = {"run": cmd_run, "demo": cmd_demo, "status": cmd_status}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+                        stream=sys.stderr)
+    try:
+        return COMMANDS[args.command](args)
+    except PipelineError as exc:
+        log.error("%s", exc)
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.exit_code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

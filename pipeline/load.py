@@ -1,0 +1,267 @@
+"""Stage 1, load: read the inventory, check its schema, normalise and validate rows.
+
+Writes `valid.parquet` (url, section, lastmod, changefreq, priority,
+content_hash) and `rejects.parquet` (row_id, reason, the original fields)
+under the run's work prefix, and returns the counts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fnmatch
+import glob
+import logging
+import os
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from pipeline import sql, storage
+from pipeline.errors import InventoryError
+from pipeline.limits import CHANGEFREQ_VALUES, MAX_URL_LENGTH
+from pipeline.progress import QUIET, Progress
+from pipeline.urls import CLEAN_URL_REGEX, Site, check_url
+
+log = logging.getLogger(__name__)
+
+VALID_KEY = "valid.parquet"
+REJECTS_KEY = "rejects.parquet"
+
+_STRING = ("VARCHAR",)
+_TIMESTAMPS = ("TIMESTAMP", "TIMESTAMP_S", "TIMESTAMP_MS", "TIMESTAMP_NS", "DATE")
+_NUMBERS = ("DOUBLE", "FLOAT", "DECIMAL", "INTEGER", "BIGINT", "SMALLINT", "TINYINT", "HUGEINT",
+            "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT")
+
+
+@dataclass
+class LoadResult:
+    """What the load stage wrote and counted."""
+
+    input_rows: int
+    valid_rows: int
+    rejected: dict[str, int]
+    field_issues: dict[str, int]
+    valid_uri: str
+    rejects_uri: str
+    files: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def rejected_rows(self) -> int:
+        return sum(self.rejected.values())
+
+
+def list_inventory_files(inventory: str) -> list[str]:
+    """The Parquet files of a file, a glob or a (Hive-partitioned) folder, local or S3."""
+    if storage.is_s3(inventory):
+        return _list_s3(inventory)
+    path = inventory.removeprefix("file://")
+    if any(c in path for c in "*?["):
+        files = sorted(p for p in glob.glob(path, recursive=True) if os.path.isfile(p))
+    elif os.path.isdir(path):
+        files = sorted(str(p) for p in Path(path).rglob("*.parquet") if p.is_file())
+    elif os.path.isfile(path):
+        files = [path]
+    else:
+        files = []
+    if not files:
+        raise InventoryError(f"inventory {inventory!r} matches no Parquet file")
+    return files
+
+
+def _list_s3(inventory: str) -> list[str]:
+    bucket, _, key = inventory.removeprefix("s3://").partition("/")
+    wildcard = next((i for i, c in enumerate(key) if c in "*?["), None)
+    base = key[:wildcard].rsplit("/", 1)[0] if wildcard is not None else key
+    store = storage.S3Storage(f"s3://{bucket}")
+    candidates = [o.key for o in store.list(base)]
+    if wildcard is not None:
+        files = [k for k in candidates if fnmatch.fnmatchcase(k, key)]
+    elif key in candidates:
+        files = [key]
+    else:
+        prefix = key.rstrip("/") + "/"
+        files = [k for k in candidates if k.startswith(prefix) and k.endswith(".parquet")]
+    if not files:
+        raise InventoryError(f"inventory {inventory!r} matches no Parquet object")
+    return [f"s3://{bucket}/{k}" for k in sorted(files)]
+
+
+def _s3_filesystem() -> Any:
+    from pyarrow import fs
+
+    endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+    kwargs: dict[str, Any] = {
+        "region": os.environ.get("AWS_DEFAULT_REGION") or os.environ.get("AWS_REGION") or "us-east-1",
+    }
+    if endpoint:
+        scheme, _, host = endpoint.partition("://")
+        kwargs.update(endpoint_override=host, scheme=scheme, force_virtual_addressing=False)
+    if os.environ.get("AWS_ACCESS_KEY_ID"):
+        kwargs.update(access_key=os.environ["AWS_ACCESS_KEY_ID"],
+                      secret_key=os.environ.get("AWS_SECRET_ACCESS_KEY", ""))
+    return fs.S3FileSystem(**kwargs)
+
+
+def register_parquet(con: duckdb.DuckDBPyConnection, name: str, files: list[str]) -> None:
+    """Make the Parquet `files` (local or S3) queryable as the view `name`."""
+    if files and storage.is_s3(files[0]):
+        import pyarrow.dataset as ds
+
+        fmt = ds.ParquetFileFormat(
+            default_fragment_scan_options=ds.ParquetFragmentScanOptions(pre_buffer=False))
+        common = os.path.commonpath([f.removeprefix("s3://") for f in files])
+        dataset = ds.dataset([f.removeprefix("s3://") for f in files], format=fmt,
+                             filesystem=_s3_filesystem(), partitioning="hive",
+                             partition_base_dir=common)
+        con.register(name, dataset)
+    else:
+        con.read_parquet(files, hive_partitioning=True, union_by_name=True).create_view(name)
+
+
+def _typed_columns(types: dict[str, str]) -> list[str]:
+    """Column expressions (code constants chosen by type) for `inventory_typed`."""
+    url_t = types.get("url")
+    if url_t is None:
+        raise InventoryError("the inventory has no `url` column (a string column is required)")
+    if url_t not in _STRING:
+        raise InventoryError(f"the inventory's `url` column is {url_t}; it must be a string")
+    cols = ["url", "row_number() OVER () AS row_id"]
+
+    lm = types.get("lastmod")
+    if lm is None:
+        cols += ["NULL::TIMESTAMPTZ AS lastmod", "false AS lastmod_raw_invalid"]
+    elif lm in _STRING:
+        parsed = "try_cast(trim(lastmod) AS TIMESTAMPTZ)"
+        cols += [f"{parsed} AS lastmod",
+                 f"(lastmod IS NOT NULL AND {parsed} IS NULL) AS lastmod_raw_invalid"]
+    elif lm.startswith("TIMESTAMP") or lm in _TIMESTAMPS:
+        cols += ["lastmod::TIMESTAMPTZ AS lastmod", "false AS lastmod_raw_invalid"]
+    else:
+        raise InventoryError(
+            f"the inventory's `lastmod` column is {lm}; use a timestamp, a date or a W3C datetime string")
+
+    cf = types.get("changefreq")
+    allowed = "(" + ", ".join(f"'{v}'" for v in CHANGEFREQ_VALUES) + ")"
+    if cf is None:
+        cols += ["NULL::VARCHAR AS changefreq", "false AS changefreq_invalid"]
+    elif cf in _STRING:
+        norm = "lower(trim(changefreq))"
+        cols += [f"CASE WHEN {norm} IN {allowed} THEN {norm} END AS changefreq",
+                 f"(changefreq IS NOT NULL AND {norm} NOT IN {allowed}) AS changefreq_invalid"]
+    else:
+        raise InventoryError(f"the inventory's `changefreq` column is {cf}; it must be a string")
+
+    pr = types.get("priority")
+    if pr is None:
+        cols += ["NULL::DOUBLE AS priority", "false AS priority_invalid"]
+    elif pr in _STRING or pr.split("(")[0] in _NUMBERS:
+        val = "try_cast(priority AS DOUBLE)"
+        cols += [f"CASE WHEN {val} BETWEEN 0 AND 1 THEN {val} END AS priority",
+                 f"(priority IS NOT NULL AND NOT coalesce({val} BETWEEN 0 AND 1, false)) "
+                 "AS priority_invalid"]
+    else:
+        raise InventoryError(f"the inventory's `priority` column is {pr}; it must be a number 0.0-1.0")
+
+    ch = types.get("content_hash")
+    if ch is None:
+        cols.append("NULL::VARCHAR AS content_hash")
+    elif ch == "BLOB":
+        cols.append("hex(content_hash) AS content_hash")
+    else:
+        cols.append("content_hash::VARCHAR AS content_hash")
+    return cols
+
+
+@contextlib.contextmanager
+def local_output(store: storage.Storage, key: str) -> Iterator[Path]:
+    """A local path to write `key` at; uploaded to `store` when the block ends."""
+    if isinstance(store, storage.LocalStorage):
+        path = store.path / key
+        path.parent.mkdir(parents=True, exist_ok=True)
+        yield path
+        return
+    with tempfile.TemporaryDirectory(prefix="sitemaps-") as tmp:
+        path = Path(tmp) / Path(key).name
+        yield path
+        store.upload_file(path, key)
+
+
+def write_parquet(rel: duckdb.DuckDBPyRelation, store: storage.Storage, key: str) -> str:
+    """Write a relation as one Parquet object under `store`; returns its URI."""
+    with local_output(store, key) as path:
+        rel.write_parquet(str(path), compression="zstd")
+    return store.uri(key)
+
+
+def load(inventory: str, site_url: str, work_uri: str, *, section_depth: int = 1,
+         con: duckdb.DuckDBPyConnection | None = None, progress: Progress = QUIET) -> LoadResult:
+    """Read, check and validate the inventory; write valid rows and rejects under `work_uri`."""
+    started = time.monotonic()
+    site = Site.parse(site_url)
+    files = list_inventory_files(inventory)
+    con = con or sql.connect()
+    progress.step(f"load {len(files)} file(s)")
+    try:
+        register_parquet(con, "inventory_raw", files)
+        types = {r[0]: str(r[1]).upper() for r in con.sql("DESCRIBE inventory_raw").fetchall()}
+    except duckdb.Error as exc:
+        raise InventoryError(f"cannot read the inventory {inventory!r}: {_one_line(exc)}") from exc
+    except OSError as exc:
+        raise InventoryError(f"cannot read the inventory {inventory!r}: {exc}") from exc
+    con.sql(f"SELECT {', '.join(_typed_columns(types))} FROM inventory_raw").create_view(
+        "inventory_typed", replace=True)
+    con.create_function("check_url", _check_url_batch, ["VARCHAR", "VARCHAR"], "VARCHAR",
+                        type="arrow", null_handling="special", side_effects=False)
+    try:
+        con.execute(sql.load_sql("normalize_inventory"), {
+            "site_prefix": site.prefix, "clean_regex": CLEAN_URL_REGEX, "max_len": MAX_URL_LENGTH})
+        con.execute(sql.load_sql("dedupe_rows"))
+    except duckdb.Error as exc:
+        raise InventoryError(f"cannot read the inventory {inventory!r}: {_one_line(exc)}") from exc
+
+    input_rows = int(sql.scalar(con, "SELECT count(*) FROM classified"))
+    if input_rows == 0:
+        raise InventoryError(f"the inventory {inventory!r} has no rows")
+    issues = sql.first_row(con, sql.load_sql("field_issues"))
+    if types.get("lastmod") in _STRING:
+        given = sql.scalar(con, "SELECT count(*) FROM classified WHERE reason IS NULL AND "
+                                "(lastmod IS NOT NULL OR lastmod_raw_invalid)")
+        if given and issues["lastmod_invalid"] == given:
+            raise InventoryError(
+                f"no `lastmod` value of the inventory {inventory!r} parses as a date or W3C datetime "
+                "(for example 2026-12-02T03:00:00Z)")
+    rejected = dict(con.sql("SELECT reason, count(*) FROM classified WHERE reason IS NOT NULL "
+                            "GROUP BY reason ORDER BY reason").fetchall())
+
+    work = storage.open_storage(work_uri)
+    valid_rel = con.sql(sql.load_sql("valid_rows"), params={
+        "site_prefix": site.prefix, "section_depth": section_depth})
+    valid_uri = write_parquet(valid_rel, work, VALID_KEY)
+    rejects_uri = write_parquet(con.sql(sql.load_sql("rejected_rows")), work, REJECTS_KEY)
+    valid_rows = input_rows - sum(rejected.values())
+    result = LoadResult(
+        input_rows=input_rows, valid_rows=valid_rows, rejected=rejected,
+        field_issues={k: int(v) for k, v in issues.items()}, valid_uri=valid_uri,
+        rejects_uri=rejects_uri, files=files, seconds=time.monotonic() - started)
+    progress.done(f"{input_rows:,} rows, {valid_rows:,} valid, {result.rejected_rows:,} rejected")
+    log.info("load: %d input rows, %d valid, rejected %s, dropped fields %s (%.1f s)",
+             input_rows, valid_rows, rejected or "none", result.field_issues, result.seconds)
+    return result
+
+
+def _check_url_batch(urls: Any, prefixes: Any) -> Any:
+    import pyarrow as pa
+
+    prefix_list = prefixes.to_pylist()
+    return pa.array([check_url(u, p) for u, p in zip(urls.to_pylist(), prefix_list, strict=True)],
+                    type=pa.string())
+
+
+def _one_line(exc: Exception) -> str:
+    return " ".join(str(exc).split())

@@ -1,0 +1,221 @@
+"""Stage 5, publish: indexes, manifest, one atomic swap, root index, robots lines.
+
+Order (a crash anywhere leaves the previous generation live and whole):
+1. shard files are already uploaded by render (immutable, keyed by digest);
+2. the generation's index files and manifest go under `generations/<id>/`,
+   its snapshot, rejects and changes under the state prefix;
+3. the shrink guard may refuse the commit;
+4. commit: `manifest.json` is replaced with a conditional write on the
+   version read when the run started (If-Match / If-None-Match: * on S3,
+   compare-and-rename under a lock locally); a racing run loses here;
+5. the stable root index(es) and `robots-sitemaps.txt` are rewritten from the
+   now-live manifest (a later run repairs them if this step was lost).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import urlsplit
+
+from pipeline import storage
+from pipeline.errors import ShrinkRefused
+from pipeline.render import RenderedFile
+from pipeline.sitemap_xml import sitemap_index
+from pipeline.urls import Site
+
+log = logging.getLogger(__name__)
+
+LIVE_MANIFEST_KEY = "manifest.json"
+ROBOTS_KEY = "robots-sitemaps.txt"
+GENERATIONS_FOLDER = "generations"
+ROOT_INDEX_NAME = "sitemap_index.xml"
+MANIFEST_FORMAT = 1
+#: Refuse to publish fewer URLs than the live generation by more than this share.
+DEFAULT_SHRINK_THRESHOLD = 0.10
+
+
+@dataclass
+class LiveState:
+    """The live manifest as read when the run started, and its version tag."""
+
+    manifest: dict[str, Any] | None
+    etag: str | None
+
+    @property
+    def generation(self) -> str | None:
+        return self.manifest["generation"] if self.manifest else None
+
+
+@dataclass
+class PublishResult:
+    generation: str
+    published: bool
+    manifest: dict[str, Any]
+    warnings: list[str] = field(default_factory=list)
+
+
+def read_live(out_uri: str) -> LiveState:
+    """The live manifest of `out_uri` (None before the first generation)."""
+    data, etag = storage.open_storage(out_uri).read_with_etag(LIVE_MANIFEST_KEY)
+    return LiveState(json.loads(data) if data else None, etag)
+
+
+def new_generation_id(run_time: datetime) -> str:
+    """Sortable by time, unique across racing runs."""
+    return f"{run_time.astimezone(UTC):%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}"
+
+
+def index_name(n: int) -> str:
+    """sitemap_index.xml, sitemap_index-2.xml, ..."""
+    return ROOT_INDEX_NAME if n == 1 else f"sitemap_index-{n}.xml"
+
+
+def public_join(public_url: str, key: str) -> str:
+    return public_url.rstrip("/") + "/" + key
+
+
+def cross_submission_warning(site: Site, public_url: str) -> str | None:
+    """A warning when the sitemaps' folder does not contain the site's URLs."""
+    pub = urlsplit(public_url)
+    pub_path = pub.path if pub.path.endswith("/") else pub.path + "/"
+    if (pub.scheme, pub.netloc.lower()) == (site.scheme, site.netloc) and site.path.startswith(
+            pub_path):
+        return None
+    return (f"the sitemaps are served from {public_url}, which does not contain the site's URLs "
+            f"({site.prefix}); search engines accept them only when the site's robots.txt lists "
+            "them (cross-submission): add the robots-sitemaps.txt lines to "
+            f"{site.scheme}://{site.netloc}/robots.txt")
+
+
+def file_entries(rendered: list[RenderedFile], live: LiveState, public_url: str
+                 ) -> list[dict[str, Any]]:
+    """Manifest entries of every shard; reused ones take their sizes from the live manifest."""
+    previous = {s["key"]: s for s in (live.manifest or {}).get("sitemaps", [])}
+    entries = []
+    for r in sorted(rendered, key=lambda f: (f.section, f.shard)):
+        entry = {"key": r.key, "url": public_join(public_url, r.key), "section": r.section,
+                 "shard": r.shard, "urls": r.urls, "bytes": r.bytes, "gzip_bytes": r.gzip_bytes,
+                 "sha256": r.sha256, "lastmod": r.lastmod}
+        if not r.written:
+            old = previous.get(r.key)
+            if old is None:
+                raise RuntimeError(f"{r.key} was skipped but the live manifest does not list it")
+            entry["gzip_bytes"], entry["sha256"] = old["gzip_bytes"], old["sha256"]
+        entries.append(entry)
+    return entries
+
+
+def check_shrink(live: LiveState, published: int, threshold: float, allow_shrink: bool) -> None:
+    """Refuses a generation far smaller than the live one (or empty), unless allowed."""
+    if allow_shrink:
+        return
+    if published == 0:
+        raise ShrinkRefused("the new generation would publish no URL at all; the live generation "
+                            "stays; check the inventory, or pass --allow-shrink")
+    if live.manifest is None:
+        return
+    before = int(live.manifest["counts"]["published"])
+    if before and published < before * (1 - threshold):
+        raise ShrinkRefused(
+            f"the new generation would publish {published:,} URLs against {before:,} live "
+            f"({(before - published) / before:.1%} fewer, more than the {threshold:.0%} allowed); "
+            "the live generation stays; check the inventory, or pass --allow-shrink")
+
+
+def same_content(live: LiveState, sitemaps: list[dict[str, Any]], n_indexes: int) -> bool:
+    """True when the live generation already publishes exactly these files."""
+    if live.manifest is None:
+        return False
+    old = [(s["key"], s["lastmod"]) for s in live.manifest["sitemaps"]]
+    return old == [(s["key"], s["lastmod"]) for s in sitemaps] and \
+        len(live.manifest["indexes"]) == n_indexes
+
+
+def publish(out_uri: str, *, rendered: list[RenderedFile], live: LiveState, site: Site,
+            public_url: str, generation: str, created: datetime, counts: dict[str, Any],
+            max_sitemaps_per_index: int, save_state: Callable[[], dict[str, str]] | None = None,
+            allow_shrink: bool = False, shrink_threshold: float = DEFAULT_SHRINK_THRESHOLD,
+            warnings: list[str] | None = None) -> PublishResult:
+    """Write the generation's indexes and manifest and make it live (see module doc)."""
+    out = storage.open_storage(out_uri)
+    warnings = list(warnings or [])
+    sitemaps = file_entries(rendered, live, public_url)
+    chunks = [sitemaps[i:i + max_sitemaps_per_index]
+              for i in range(0, len(sitemaps), max_sitemaps_per_index)] or [[]]
+    if same_content(live, sitemaps, len(chunks)):
+        assert live.manifest is not None
+        log.info("publish: nothing changed; generation %s stays live", live.generation)
+        repair_root(out, live.manifest)
+        return PublishResult(live.manifest["generation"], False, live.manifest, warnings)
+
+    published = sum(s["urls"] for s in sitemaps)
+    check_shrink(live, published, shrink_threshold, allow_shrink)
+    state_files = save_state() if save_state else {}
+    gen_prefix = f"{GENERATIONS_FOLDER}/{generation}"
+    indexes = []
+    for n, chunk in enumerate(chunks, start=1):
+        body = sitemap_index((s["url"], s["lastmod"]) for s in chunk)
+        gen_key = f"{gen_prefix}/{index_name(n)}"
+        out.write_bytes(gen_key, body, cache_control=storage.CACHE_IMMUTABLE)
+        indexes.append({"key": index_name(n), "generation_key": gen_key,
+                        "url": public_join(public_url, index_name(n)), "sitemaps": len(chunk),
+                        "bytes": len(body)})
+    history = [generation] + list((live.manifest or {}).get("history", []))[:50]
+    manifest = {
+        "format": MANIFEST_FORMAT,
+        "generation": generation,
+        "previous": live.generation,
+        "history": history,
+        "created": created.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "site_url": site.prefix,
+        "public_url": public_url,
+        "indexes": indexes,
+        "sitemaps": sitemaps,
+        "counts": {**counts, "published": published, "sitemaps": len(sitemaps)},
+        "state": state_files,
+        "warnings": warnings,
+    }
+    body = json.dumps(manifest, indent=1, sort_keys=True).encode()
+    out.write_bytes(f"{gen_prefix}/manifest.json", body, cache_control=storage.CACHE_IMMUTABLE)
+    out.put_if(LIVE_MANIFEST_KEY, body, if_match=live.etag, cache_control=storage.CACHE_SHORT)
+    log.info("publish: generation %s is live (%d URLs in %d sitemaps, %d index file(s))",
+             generation, published, len(sitemaps), len(indexes))
+    repair_root(out, manifest, previous=live.manifest)
+    return PublishResult(generation, True, manifest, warnings)
+
+
+def robots_lines(manifest: dict[str, Any]) -> bytes:
+    """One `Sitemap:` line per root index of the manifest."""
+    return "".join(f"Sitemap: {i['url']}\n" for i in manifest["indexes"]).encode()
+
+
+def repair_root(out: storage.Storage, manifest: dict[str, Any],
+                previous: dict[str, Any] | None = None) -> int:
+    """Make the stable root index(es) and robots lines match `manifest`; returns files fixed."""
+    fixed = 0
+    for index in manifest["indexes"]:
+        want = out.read_bytes(index["generation_key"])
+        if out.read_bytes_or_none(index["key"]) != want:
+            out.write_bytes(index["key"], want, cache_control=storage.CACHE_SHORT)
+            fixed += 1
+    robots = robots_lines(manifest)
+    if out.read_bytes_or_none(ROBOTS_KEY) != robots:
+        out.write_bytes(ROBOTS_KEY, robots, cache_control=storage.CACHE_SHORT)
+        fixed += 1
+    # A root index the new generation no longer has would list stale files.
+    current = {i["key"] for i in manifest["indexes"]}
+    stale = {i["key"] for i in (previous or {}).get("indexes", [])} - current
+    stale |= {o.key for o in out.list("sitemap_index-") if "/" not in o.key} - current
+    if stale:
+        out.delete(sorted(stale))
+        fixed += len(stale)
+    if fixed:
+        log.info("publish: %d root file(s) brought in line with generation %s", fixed,
+                 manifest["generation"])
+    return fixed

@@ -1,0 +1,34 @@
+"""The fixed XML of sitemap files and the sitemap index writer.
+
+The `<url>` lines themselves are rendered in SQL (sql/assign_shards.sql);
+this module holds what surrounds them, so plan (which budgets bytes) and
+render (which writes them) agree to the byte.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from xml.sax.saxutils import escape
+
+XML_DECLARATION = '<?xml version="1.0" encoding="UTF-8"?>\n'
+SITEMAP_NS = "http://www.sitemaps.org/schemas/sitemap/0.9"
+URLSET_HEADER = XML_DECLARATION + f'<urlset xmlns="{SITEMAP_NS}">\n'
+URLSET_FOOTER = "</urlset>\n"
+#: Bumped when the rendering changes, so that every shard key changes with it.
+FORMAT_VERSION = "1"
+
+
+def urlset_overhead() -> int:
+    """Bytes of a sitemap file outside its <url> lines."""
+    return len(URLSET_HEADER.encode()) + len(URLSET_FOOTER.encode())
+
+
+def sitemap_index(entries: Iterable[tuple[str, str | None]]) -> bytes:
+    """A <sitemapindex> listing (loc, lastmod) pairs; lastmod may be None."""
+    parts = [XML_DECLARATION, f'<sitemapindex xmlns="{SITEMAP_NS}">\n']
+    for loc, lastmod in entries:
+        lm = f"<lastmod>{lastmod}</lastmod>" if lastmod else ""
+        parts.append(f"<sitemap><loc>{escape(loc, {chr(39): '&apos;', chr(34): '&quot;'})}</loc>"
+                     f"{lm}</sitemap>\n")
+    parts.append("</sitemapindex>\n")
+    return "".join(parts).encode("utf-8")

@@ -1,0 +1,58 @@
+"""DuckDB connections and the named SQL statements in `sql/`.
+
+Each statement lives in `sql/NAME.sql`, takes its values as `$name`
+parameters, and reads from relations with fixed names (views created by the
+stage that runs it), so no input is ever spliced into SQL text.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+SQL_DIR = Path(__file__).resolve().parent.parent / "sql"
+
+#: Default DuckDB memory limit; DuckDB spills to temp_directory past it.
+DEFAULT_MEMORY_LIMIT = os.environ.get("SITEMAPS_DUCKDB_MEMORY", "2GB")
+
+
+@functools.cache
+def load_sql(name: str) -> str:
+    """The text of `sql/NAME.sql`."""
+    path = SQL_DIR / f"{name}.sql"
+    if not path.is_file():
+        raise FileNotFoundError(f"no SQL statement named {name!r} at {path}")
+    return path.read_text(encoding="utf-8")
+
+
+def connect(memory_limit: str | None = None, threads: int | None = None,
+            temp_dir: str | None = None) -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB with a memory limit, UTC, and a spill folder."""
+    con = duckdb.connect(config={"allow_unsigned_extensions": False})
+    con.execute(f"SET memory_limit = '{memory_limit or DEFAULT_MEMORY_LIMIT}'")
+    con.execute("SET TimeZone = 'UTC'")
+    con.execute("SET preserve_insertion_order = true")
+    if threads:
+        con.execute(f"SET threads = {int(threads)}")
+    spill = temp_dir or os.path.join(tempfile.gettempdir(), "sitemaps-duckdb")
+    os.makedirs(spill, exist_ok=True)
+    con.execute("SET temp_directory = ?", [spill])
+    return con
+
+
+def first_row(con: duckdb.DuckDBPyConnection, query: str,
+              params: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The first row of a query as a dict (column name to value)."""
+    rel = con.sql(query, params=params)
+    rows = rel.fetchall()
+    return dict(zip(rel.columns, rows[0], strict=True)) if rows else {}
+
+
+def scalar(con: duckdb.DuckDBPyConnection, query: str, params: dict[str, Any] | None = None) -> Any:
+    """The single value a query returns."""
+    return con.sql(query, params=params).fetchall()[0][0]

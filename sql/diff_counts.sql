@@ -1,0 +1,9 @@
+-- diff_counts: added, changed, unchanged and removed counts, and clamped lastmods.
+-- Reads `diffed` and `previous_rows`. Parameters: none.
+SELECT
+    count(*) FILTER (WHERE status = 'added') AS added,
+    count(*) FILTER (WHERE status = 'changed') AS changed,
+    count(*) FILTER (WHERE status = 'unchanged') AS unchanged,
+    (SELECT count(*) FROM previous_rows ANTI JOIN diffed USING (url)) AS removed,
+    count(*) FILTER (WHERE lastmod_clamped) AS lastmod_clamped
+FROM diffed;

@@ -1,0 +1,57 @@
+-- diff_rows: each valid row against the last published snapshot, with its truthful lastmod.
+-- Reads the views `current_rows` (valid rows of this run) and `previous_rows` (the
+-- live generation's snapshot; empty on a first run).
+-- fingerprint: md5 of content_hash (or, without one, of the sitemap payload: url,
+-- changefreq, priority) and the inventory's own lastmod, so either changing counts.
+-- lastmod: the inventory's value where given (one in the future is clamped to
+-- $run_time and flagged); otherwise the time the fingerprint last changed, which
+-- is $run_time for an added or changed row and the previous lastmod for an
+-- unchanged one. Everything is truncated to the second.
+-- Parameters: $run_time (TIMESTAMPTZ, the run's logical time).
+CREATE OR REPLACE TABLE diffed AS
+WITH cur AS (
+    SELECT
+        *,
+        md5(concat_ws('|',
+            coalesce(content_hash, concat_ws('|', url, changefreq, priority::VARCHAR)),
+            strftime(lastmod, '%Y-%m-%dT%H:%M:%S'))) AS fingerprint,
+        lastmod > $run_time AS lastmod_clamped
+    FROM current_rows
+),
+joined AS (
+    SELECT
+        c.*,
+        p.url IS NOT NULL AS seen_before,
+        p.fingerprint AS prev_fingerprint,
+        p.lastmod AS prev_lastmod,
+        p.first_seen AS prev_first_seen,
+        p.last_changed AS prev_last_changed
+    FROM cur c
+    LEFT JOIN previous_rows p USING (url)
+),
+classified AS (
+    SELECT
+        *,
+        CASE
+            WHEN NOT seen_before THEN 'added'
+            WHEN prev_fingerprint <> fingerprint THEN 'changed'
+            ELSE 'unchanged'
+        END AS status
+    FROM joined
+)
+SELECT
+    url,
+    section,
+    changefreq,
+    priority,
+    fingerprint,
+    status,
+    lastmod_clamped,
+    date_trunc('second', CASE
+        WHEN lastmod IS NOT NULL THEN least(lastmod, $run_time)
+        WHEN status = 'unchanged' THEN prev_lastmod
+        ELSE $run_time
+    END) AS lastmod,
+    coalesce(prev_first_seen, $run_time) AS first_seen,
+    CASE WHEN status = 'unchanged' THEN prev_last_changed ELSE $run_time END AS last_changed
+FROM classified;

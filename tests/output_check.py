@@ -1,0 +1,85 @@
+"""Reads a published output back and checks it the way a crawler and a reviewer would."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from lxml import etree
+
+from pipeline import storage
+
+SCHEMAS = Path(__file__).resolve().parent.parent.parent / "shared" / "schemas"
+NS = {"sm": "http://www.sitemaps.org/schemas/sitemap/0.9"}
+_schemas: dict[str, etree.XMLSchema] = {}
+
+
+def schema(name: str) -> etree.XMLSchema:
+    if name not in _schemas:
+        _schemas[name] = etree.XMLSchema(etree.parse(str(SCHEMAS / name)))
+    return _schemas[name]
+
+
+@dataclass
+class Output:
+    manifest: dict[str, Any]
+    locs: list[str] = field(default_factory=list)
+    lastmods: dict[str, str | None] = field(default_factory=dict)
+    files: dict[str, list[str]] = field(default_factory=dict)  # key -> its locs
+    raw_sizes: dict[str, int] = field(default_factory=dict)
+
+
+def read_output(out_uri: str, *, max_urls: int = 50_000, max_bytes: int = 52_428_800,
+                max_per_index: int = 50_000) -> Output:
+    """Parse and validate every index and sitemap the live manifest lists; check limits."""
+    out = storage.open_storage(out_uri)
+    manifest = json.loads(out.read_bytes("manifest.json"))
+    result = Output(manifest)
+    listed: list[str] = []
+    public = manifest["public_url"].rstrip("/") + "/"
+    for index in manifest["indexes"]:
+        raw = out.read_bytes(index["key"])
+        assert raw == out.read_bytes(index["generation_key"]), "root index lags the manifest"
+        doc = etree.fromstring(raw)
+        schema("siteindex.xsd").assertValid(doc)
+        locs = [e.text for e in doc.iterfind("sm:sitemap/sm:loc", NS)]
+        assert 0 < len(locs) <= max_per_index
+        listed += locs
+    entries = {s["url"]: s for s in manifest["sitemaps"]}
+    assert sorted(listed) == sorted(entries), "indexes and manifest disagree"
+    for url, entry in entries.items():
+        assert url.startswith(public)
+        key = url[len(public):]
+        assert key == entry["key"]
+        gz = out.read_bytes(key)
+        import hashlib
+
+        assert hashlib.sha256(gz).hexdigest() == entry["sha256"]
+        assert len(gz) == entry["gzip_bytes"]
+        raw = gzip.decompress(gz)
+        assert len(raw) == entry["bytes"] <= max_bytes
+        doc = etree.fromstring(raw)
+        schema("sitemap.xsd").assertValid(doc)
+        locs = [e.text for e in doc.iterfind("sm:url/sm:loc", NS)]
+        assert 0 < len(locs) == entry["urls"] <= max_urls
+        result.files[key] = locs
+        result.raw_sizes[key] = len(raw)
+        for u in doc.iterfind("sm:url", NS):
+            loc = u.findtext("sm:loc", namespaces=NS)
+            result.lastmods[loc] = u.findtext("sm:lastmod", namespaces=NS)
+        result.locs += locs
+    assert len(result.locs) == len(set(result.locs)), "a URL is published twice"
+    assert manifest["counts"]["published"] == len(result.locs)
+    return result
+
+
+def write_inventory(path: Path, columns: dict[str, list[Any]], schema: pa.Schema | None = None
+                    ) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.table(columns, schema=schema), path)
+    return path
