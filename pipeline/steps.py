@@ -1,0 +1,255 @@
+"""The run as a chain of steps that exchange small JSON-able dicts.
+
+Each step reads its inputs from URIs recorded in the run context (a dict)
+and writes its outputs under the run's work prefix, so any process, on any
+machine, can run any step: the CLI runs them one after the other
+(`pipeline.run`), the DAG runs each as a task and passes the dicts through
+XCom. Nothing but URIs and counts is ever passed between steps.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import tempfile
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from pipeline import storage
+from pipeline.config import Limits
+from pipeline.errors import TooManyRejects
+from pipeline.publish import (
+    DEFAULT_SHRINK_THRESHOLD,
+    cross_submission_warning,
+    new_generation_id,
+    publish,
+    read_live,
+)
+from pipeline.render import RenderedFile
+from pipeline.urls import Site
+
+log = logging.getLogger(__name__)
+
+#: Fail before publishing when more than this share of input rows is rejected.
+DEFAULT_MAX_REJECT_SHARE = 0.05
+#: Render batch sizes for mapped tasks: aim for this many uncompressed bytes each.
+DEFAULT_RENDER_BATCH_BYTES = 256 * 1024 * 1024
+
+
+@dataclass
+class RunOptions:
+    """Everything one run needs; the CLI flags and the DAG's site config map onto it."""
+
+    inventory: str
+    site_url: str
+    out: str
+    public_url: str | None = None
+    state: str | None = None
+    work: str | None = None
+    limits: Limits = field(default_factory=Limits)
+    run_id: str | None = None
+    run_time: datetime | None = None
+    section_depth: int = 1
+    allow_shrink: bool = False
+    shrink_threshold: float = DEFAULT_SHRINK_THRESHOLD
+    max_reject_share: float = DEFAULT_MAX_REJECT_SHARE
+    force: bool = False
+
+    @property
+    def state_uri(self) -> str:
+        """Default: the private `_state/` folder beside the sitemaps (never serve it)."""
+        return self.state or storage.join(self.out, "_state")
+
+
+def begin(opts: RunOptions) -> dict[str, Any]:
+    """Reads the live manifest (its version is what the commit will be conditional on)."""
+    run_time = (opts.run_time or datetime.now(UTC)).astimezone(UTC).replace(microsecond=0)
+    site = Site.parse(opts.site_url)
+    public = opts.public_url or site.prefix
+    live = read_live(opts.out)
+    generation = new_generation_id(run_time)
+    base = opts.work or tempfile.mkdtemp(prefix="sitemaps-work-")
+    warnings = [w for w in [cross_submission_warning(site, public)] if w]
+    for w in warnings:
+        log.warning("%s", w)
+    ctx = {
+        "inventory": opts.inventory, "site_url": site.prefix, "out": opts.out,
+        "public_url": public, "state": opts.state_uri,
+        "work": storage.join(base, opts.run_id or generation) if opts.work else base,
+        "own_work": opts.work is None,
+        "run_time": run_time.isoformat(), "generation": generation,
+        "live_etag": live.etag, "live_generation": live.generation,
+        "snapshot": (live.manifest or {}).get("state", {}).get("snapshot"),
+        "live_keys": sorted(s["key"] for s in (live.manifest or {}).get("sitemaps", [])),
+        "limits": asdict(opts.limits), "section_depth": opts.section_depth,
+        "allow_shrink": opts.allow_shrink, "shrink_threshold": opts.shrink_threshold,
+        "max_reject_share": opts.max_reject_share, "force": opts.force,
+        "warnings": warnings,
+    }
+    log.info("begin: generation %s, live generation %s", generation, live.generation or "none")
+    return ctx
+
+
+def _work(ctx: dict[str, Any]) -> storage.Storage:
+    return storage.open_storage(ctx["work"])
+
+
+def _save(ctx: dict[str, Any], name: str, data: Any) -> str:
+    _work(ctx).write_bytes(name, json.dumps(data, default=str).encode())
+    return _work(ctx).uri(name)
+
+
+def _read(ctx: dict[str, Any], name: str) -> Any:
+    return json.loads(_work(ctx).read_bytes(name))
+
+
+def check_rejects(input_rows: int, rejected: dict[str, int], max_share: float) -> None:
+    """Fails the run when rejects exceed `max_share` of the input."""
+    n = sum(rejected.values())
+    if input_rows and n / input_rows > max_share:
+        detail = ", ".join(f"{k}: {v:,}" for k, v in sorted(rejected.items()))
+        raise TooManyRejects(
+            f"{n:,} of {input_rows:,} input rows ({n / input_rows:.1%}) were rejected ({detail}), "
+            f"more than the {max_share:.0%} allowed; nothing was published; see the rejects "
+            "Parquet for the rows, fix the inventory or raise --max-reject-share")
+
+
+def load_step(ctx: dict[str, Any], progress: Any = None) -> dict[str, Any]:
+    from pipeline.load import load
+    from pipeline.progress import QUIET
+
+    result = load(ctx["inventory"], ctx["site_url"], ctx["work"],
+                  section_depth=ctx["section_depth"], progress=progress or QUIET)
+    counts = {"input_rows": result.input_rows, "valid_rows": result.valid_rows,
+              "rejected": result.rejected, "rejected_rows": result.rejected_rows,
+              "dropped_fields": result.field_issues, "seconds": round(result.seconds, 3)}
+    _save(ctx, "load.json", {**counts, "valid_uri": result.valid_uri,
+                             "rejects_uri": result.rejects_uri})
+    check_rejects(result.input_rows, result.rejected, ctx["max_reject_share"])
+    return counts
+
+
+def diff_step(ctx: dict[str, Any]) -> dict[str, Any]:
+    from pipeline.diff import diff
+
+    loaded = _read(ctx, "load.json")
+    result = diff(loaded["valid_uri"], ctx["snapshot"], datetime.fromisoformat(ctx["run_time"]),
+                  ctx["work"])
+    counts = {**result.counts(), "seconds": round(result.seconds, 3)}
+    _save(ctx, "diff.json", {**counts, "diffed_uri": result.diffed_uri,
+                             "changes_uri": result.changes_uri})
+    return counts
+
+
+def plan_step(ctx: dict[str, Any], batch_bytes: int = DEFAULT_RENDER_BATCH_BYTES
+              ) -> dict[str, Any]:
+    """Plans the shards; returns the render batches (lists of shard uids, by bytes)."""
+    from pipeline.plan import plan
+
+    diffed = _read(ctx, "diff.json")
+    result = plan(diffed["diffed_uri"], ctx["snapshot"], ctx["work"], Limits(**ctx["limits"]))
+    skip = set() if ctx["force"] else set(ctx["live_keys"])
+    batches: list[list[str]] = []
+    size = 0
+    for s in result.shards:
+        if s.key in skip:
+            continue
+        if not batches or size + s.body_bytes > batch_bytes:
+            batches.append([])
+            size = 0
+        batches[-1].append(s.uid)
+        size += s.body_bytes
+    info = {"shards": len(result.shards), "to_render": sum(map(len, batches)),
+            "split": result.split, "merged": result.merged, "seconds": round(result.seconds, 3)}
+    _save(ctx, "plan.json", {**info, "planned_uri": result.planned_uri,
+                             "shards_uri": result.shards_uri, "batches": batches})
+    return {**info, "batches": batches}
+
+
+def render_step(ctx: dict[str, Any], batch: list[str] | None, name: str = "all",
+                progress: Any = None) -> dict[str, Any]:
+    """Renders one batch of shards (None: every shard not already published)."""
+    from pipeline.plan import load_shards
+    from pipeline.progress import QUIET
+    from pipeline.render import render
+
+    planned = _read(ctx, "plan.json")
+    shards = load_shards(planned["shards_uri"])
+    only = set(batch) if batch is not None else None
+    files = render(planned["planned_uri"], shards, ctx["out"], only=only,
+                   skip_keys=frozenset() if ctx["force"] else frozenset(ctx["live_keys"]),
+                   progress=progress or QUIET)
+    uri = _save(ctx, f"render-{name}.json", [asdict(f) for f in files if f.written])
+    written = [f for f in files if f.written]
+    return {"uri": uri, "written": len(written), "urls": sum(f.urls for f in written),
+            "bytes": sum(f.bytes for f in written), "gzip_bytes": sum(f.gzip_bytes for f in written)}
+
+
+def publish_step(ctx: dict[str, Any], render_uris: list[str]) -> dict[str, Any]:
+    """Gathers the rendered files, writes indexes and manifest, commits; returns the summary."""
+    from pipeline.diff import save_state
+    from pipeline.plan import load_shards
+    from pipeline.publish import LiveState
+    from pipeline.sitemap_xml import urlset_overhead
+
+    loaded, diffed, planned = _read(ctx, "load.json"), _read(ctx, "diff.json"), _read(ctx, "plan.json")
+    written: dict[str, RenderedFile] = {}
+    for uri in render_uris:
+        root, _, key = uri.rpartition("/")
+        for d in json.loads(storage.open_storage(root).read_bytes(key)):
+            written[d["key"]] = RenderedFile(**d)
+    shards = load_shards(planned["shards_uri"])
+    files = [written.get(s.key) or RenderedFile(
+        key=s.key, section=s.section, shard=s.shard, urls=s.urls,
+        bytes=s.body_bytes + urlset_overhead(), gzip_bytes=-1, sha256="", lastmod=s.lastmod,
+        written=False) for s in shards]
+    missing = [s.key for s in shards if s.key not in written and s.key not in set(ctx["live_keys"])]
+    if missing:
+        raise RuntimeError(f"{len(missing)} shard(s) were never rendered, e.g. {missing[0]}")
+    live_keys = set(ctx["live_keys"])
+    counts = {
+        "input_rows": loaded["input_rows"], "rejected": loaded["rejected"],
+        "rejected_rows": loaded["rejected_rows"], "dropped_fields": loaded["dropped_fields"],
+        **{k: diffed[k] for k in ("added", "changed", "unchanged", "removed", "lastmod_clamped")},
+        "shards_written": len(written), "shards_reused": len(shards) - len(written),
+        "shards_removed": len(live_keys - {s.key for s in shards}),
+        "shards_split": planned["split"], "shards_merged": planned["merged"],
+        "bytes_written": sum(f.gzip_bytes for f in written.values()),
+    }
+    live = read_live(ctx["out"])
+    if live.etag != ctx["live_etag"]:
+        # Published since begin: the conditional write below will refuse; keep the
+        # version read at begin so that it does.
+        live = LiveState(live.manifest, ctx["live_etag"])
+    result = publish(
+        ctx["out"], rendered=files, live=live, site=Site.parse(ctx["site_url"]),
+        public_url=ctx["public_url"], generation=ctx["generation"],
+        created=datetime.fromisoformat(ctx["run_time"]), counts=counts,
+        max_sitemaps_per_index=ctx["limits"]["max_sitemaps_per_index"],
+        save_state=lambda: save_state(planned["planned_uri"], ctx["work"], ctx["state"],
+                                      ctx["generation"]),
+        allow_shrink=ctx["allow_shrink"], shrink_threshold=ctx["shrink_threshold"],
+        warnings=ctx["warnings"])
+    m = result.manifest
+    return {
+        "generation": result.generation,
+        "published": result.published,
+        "out": ctx["out"],
+        "root_indexes": [i["url"] for i in m["indexes"]],
+        "root_index_files": [storage.join(ctx["out"], i["key"]) for i in m["indexes"]],
+        "counts": {**counts, "published": sum(s["urls"] for s in m["sitemaps"]),
+                   "sitemaps": len(m["sitemaps"])},
+        "warnings": ctx["warnings"],
+    }
+
+
+def finish(ctx: dict[str, Any]) -> None:
+    """Removes the run's work files (they are only intermediate)."""
+    work = _work(ctx)
+    if ctx.get("own_work") and isinstance(work, storage.LocalStorage):
+        import shutil
+
+        shutil.rmtree(work.path, ignore_errors=True)
+    else:
+        work.delete([o.key for o in work.list("")])
