@@ -92,22 +92,6 @@ def _list_s3(inventory: str) -> list[str]:
     return [f"s3://{bucket}/{k}" for k in sorted(files)]
 
 
-def _s3_filesystem() -> Any:
-    from pyarrow import fs
-
-    endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
-    kwargs: dict[str, Any] = {
-        "region": os.environ.get("AWS_DEFAULT_REGION") or os.environ.get("AWS_REGION") or "us-east-1",
-    }
-    if endpoint:
-        scheme, _, host = endpoint.partition("://")
-        kwargs.update(endpoint_override=host, scheme=scheme, force_virtual_addressing=False)
-    if os.environ.get("AWS_ACCESS_KEY_ID"):
-        kwargs.update(access_key=os.environ["AWS_ACCESS_KEY_ID"],
-                      secret_key=os.environ.get("AWS_SECRET_ACCESS_KEY", ""))
-    return fs.S3FileSystem(**kwargs)
-
-
 def register_parquet(con: duckdb.DuckDBPyConnection, name: str, files: list[str]) -> None:
     """Make the Parquet `files` (local or S3) queryable as the view `name`."""
     if files and storage.is_s3(files[0]):
@@ -117,7 +101,7 @@ def register_parquet(con: duckdb.DuckDBPyConnection, name: str, files: list[str]
             default_fragment_scan_options=ds.ParquetFragmentScanOptions(pre_buffer=False))
         common = os.path.commonpath([f.removeprefix("s3://") for f in files])
         dataset = ds.dataset([f.removeprefix("s3://") for f in files], format=fmt,
-                             filesystem=_s3_filesystem(), partitioning="hive",
+                             filesystem=storage.s3_filesystem(), partitioning="hive",
                              partition_base_dir=common)
         con.register(name, dataset)
     else:

@@ -106,9 +106,7 @@ def _body_chunks(batch_lines: pa.Array) -> Iterator[pa.Buffer]:
 
 def _open_parquet(uri: str) -> pq.ParquetFile:
     if storage.is_s3(uri):
-        from pipeline.load import _s3_filesystem
-
-        return pq.ParquetFile(_s3_filesystem().open_input_file(uri.removeprefix("s3://")),
+        return pq.ParquetFile(storage.s3_filesystem().open_input_file(uri.removeprefix("s3://")),
                               pre_buffer=False)
     return pq.ParquetFile(uri, pre_buffer=False)
 

@@ -232,8 +232,48 @@ class LocalStorage(Storage):
             shutil.copyfile(path, target)
 
 
+@dataclass(frozen=True)
+class S3Settings:
+    """Where and as whom to reach S3; by default from the usual AWS environment variables."""
+
+    endpoint_url: str | None = None
+    access_key_id: str | None = None
+    secret_access_key: str | None = None
+    session_token: str | None = None
+    region: str = "us-east-1"
+
+    @classmethod
+    def from_env(cls) -> S3Settings:
+        return cls(
+            endpoint_url=os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL"),
+            access_key_id=os.environ.get("AWS_ACCESS_KEY_ID"),
+            secret_access_key=os.environ.get("AWS_SECRET_ACCESS_KEY"),
+            session_token=os.environ.get("AWS_SESSION_TOKEN"),
+            region=os.environ.get("AWS_DEFAULT_REGION") or os.environ.get("AWS_REGION") or "us-east-1",
+        )
+
+    def __repr__(self) -> str:  # never print credentials
+        return f"S3Settings(endpoint_url={self.endpoint_url!r}, region={self.region!r})"
+
+
+_configured: S3Settings | None = None
+
+
+def configure_s3(settings: S3Settings | None) -> None:
+    """Use these S3 settings in this process instead of the environment (None: back to it).
+
+    The DAGs call it with settings made from an Airflow connection.
+    """
+    global _configured
+    _configured = settings
+
+
+def s3_settings() -> S3Settings:
+    return _configured or S3Settings.from_env()
+
+
 def s3_client() -> Any:
-    """A boto3 S3 client from the usual AWS environment (AWS_ENDPOINT_URL included).
+    """A boto3 S3 client for the configured settings (environment by default).
 
     Retries transient failures with backoff (botocore's standard mode) and
     bounds connect and read times so an unreachable endpoint fails promptly.
@@ -241,20 +281,36 @@ def s3_client() -> Any:
     import boto3
     from botocore.config import Config
 
-    endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+    cfg = s3_settings()
     config = Config(
         retries={"mode": "standard", "max_attempts": int(os.environ.get("SITEMAPS_S3_ATTEMPTS", "5"))},
         connect_timeout=float(os.environ.get("SITEMAPS_S3_CONNECT_TIMEOUT", "5")),
         read_timeout=60,
-        s3={"addressing_style": "path"} if endpoint else {},
+        s3={"addressing_style": "path"} if cfg.endpoint_url else {},
         # Checksums on every PUT break some S3-compatible servers; only when required.
         request_checksum_calculation="when_required",
         response_checksum_validation="when_required",
     )
     return boto3.session.Session().client(
-        "s3", endpoint_url=endpoint, config=config,
-        region_name=os.environ.get("AWS_DEFAULT_REGION") or os.environ.get("AWS_REGION") or "us-east-1",
+        "s3", endpoint_url=cfg.endpoint_url, config=config, region_name=cfg.region,
+        aws_access_key_id=cfg.access_key_id, aws_secret_access_key=cfg.secret_access_key,
+        aws_session_token=cfg.session_token,
     )
+
+
+def s3_filesystem() -> Any:
+    """A pyarrow S3FileSystem for the same settings (Parquet reads with range requests)."""
+    from pyarrow import fs
+
+    cfg = s3_settings()
+    kwargs: dict[str, Any] = {"region": cfg.region, "connect_timeout": 5, "request_timeout": 60}
+    if cfg.endpoint_url:
+        scheme, _, host = cfg.endpoint_url.partition("://")
+        kwargs.update(endpoint_override=host, scheme=scheme, force_virtual_addressing=False)
+    if cfg.access_key_id:
+        kwargs.update(access_key=cfg.access_key_id, secret_key=cfg.secret_access_key or "",
+                      session_token=cfg.session_token)
+    return fs.S3FileSystem(**kwargs)
 
 
 def _error_code(exc: Exception) -> str:
