@@ -96,7 +96,7 @@ def save_state(planned_uri: str, work_uri: str, state_uri: str, generation: str)
     register_parquet(con, "planned", [planned_uri])
     files = {"snapshot": write_parquet(
         con.sql(f"SELECT {', '.join(SNAPSHOT_COLUMNS)} FROM planned"), state,
-        f"{prefix}/snapshot.parquet")}
+        f"{prefix}/snapshot.parquet", compression="zstd")}
     for name, key in (("rejects", REJECTS_KEY), ("changes", CHANGES_KEY)):
         with work.local_path(key) as path:
             state.upload_file(path, f"{prefix}/{key}")

@@ -25,7 +25,7 @@ from pipeline import sql, storage
 from pipeline.errors import InventoryError
 from pipeline.limits import CHANGEFREQ_VALUES, MAX_URL_LENGTH
 from pipeline.progress import QUIET, Progress
-from pipeline.urls import CLEAN_URL_REGEX, Site, check_url
+from pipeline.urls import CLEAN_URL_REGEX, IRI_PATH_REGEX, Site, check_url
 
 log = logging.getLogger(__name__)
 
@@ -176,10 +176,14 @@ def local_output(store: storage.Storage, key: str) -> Iterator[Path]:
         store.upload_file(path, key)
 
 
-def write_parquet(rel: duckdb.DuckDBPyRelation, store: storage.Storage, key: str) -> str:
-    """Write a relation as one Parquet object under `store`; returns its URI."""
+def write_parquet(rel: duckdb.DuckDBPyRelation, store: storage.Storage, key: str, *,
+                  compression: str = "lz4_raw") -> str:
+    """Write a relation as one Parquet object under `store`; returns its URI.
+
+    Work files are read once, soon: LZ4 writes fastest. State that is kept uses zstd.
+    """
     with local_output(store, key) as path:
-        rel.write_parquet(str(path), compression="zstd")
+        rel.write_parquet(str(path), compression=compression)
     return store.uri(key)
 
 
@@ -204,7 +208,8 @@ def load(inventory: str, site_url: str, work_uri: str, *, section_depth: int = 1
                         type="arrow", null_handling="special", side_effects=False)
     try:
         con.execute(sql.load_sql("normalize_inventory"), {
-            "site_prefix": site.prefix, "clean_regex": CLEAN_URL_REGEX, "max_len": MAX_URL_LENGTH})
+            "site_prefix": site.prefix, "clean_regex": CLEAN_URL_REGEX, "iri_regex": IRI_PATH_REGEX,
+            "max_len": MAX_URL_LENGTH})
         con.execute(sql.load_sql("dedupe_rows"))
     except duckdb.Error as exc:
         raise InventoryError(f"cannot read the inventory {inventory!r}: {_one_line(exc)}") from exc

@@ -146,6 +146,7 @@ def plan(diffed_uri: str, snapshot_uri: str | None, work_uri: str, limits: Limit
     """Assign every row a shard; write the planned rows and the shard list."""
     started = time.monotonic()
     con = con or sql.connect()
+    con.execute(sql.load_sql("url_line"))
     register_parquet(con, "diffed", [diffed_uri])
     register_snapshot(con, snapshot_uri)
     con.execute(sql.load_sql("assign_shards"))

@@ -26,23 +26,26 @@ from urllib.parse import urlsplit
 from pipeline.errors import ConfigError
 from pipeline.limits import MAX_URL_LENGTH
 
-#: Characters kept as they are in a path (RFC 3986 pchar and "/"); "%" is handled apart.
-_PATH_SAFE = frozenset(
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~!$&'()*+,;=:@/"
-)
+#: Runs of characters that must be percent-encoded in a path (not RFC 3986 pchar, "/" or "%").
+_PATH_UNSAFE = re.compile(r"[^A-Za-z0-9\-._~!$&'()*+,;=:@/%]+")
 #: A query may also hold "?".
-_QUERY_SAFE = _PATH_SAFE | {"?"}
-_HEX = frozenset("0123456789abcdefABCDEF")
+_QUERY_UNSAFE = re.compile(r"[^A-Za-z0-9\-._~!$&'()*+,;=:@/?%]+")
+_BAD_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
 _ILLEGAL = re.compile("[\x00-\x1f\x7f\ud800-\udfff\ufffe\uffff]")
+_ASCII_HOST = re.compile(r"[a-z0-9-]+(\.[a-z0-9-]+)*\.?")
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 #: A URL matching this (and starting with the site prefix) is already normal:
 #: lowercase ASCII host without port or user info, only safe characters, no
 #: "%", no fragment. DuckDB applies it so that Python sees only the rest.
 CLEAN_URL_REGEX = (
-    r"https?://[a-z0-9.-]+/[A-Za-z0-9\-._~!$&'()*+,;=:@/]*"
-    r"(\?[A-Za-z0-9\-._~!$&'()*+,;=:@/?]*)?"
+    r"https?://[a-z0-9.-]+/([A-Za-z0-9\-._~!$&'()*+,;=:@/]|%[0-9A-Fa-f]{2})*"
+    r"(\?([A-Za-z0-9\-._~!$&'()*+,;=:@/?]|%[0-9A-Fa-f]{2})*)?"
 )
+
+#: A URL whose path holds only unreserved characters, "/" and non-ASCII (no query):
+#: DuckDB percent-encodes it segment by segment, as normalize_url would.
+IRI_PATH_REGEX = r"https?://[a-z0-9.-]+/[A-Za-z0-9\-._~/\x{80}-\x{fffd}\x{10000}-\x{10ffff}]*"
 
 #: Reason codes, the only values the rejects Parquet's `reason` column holds.
 REASONS = (
@@ -76,24 +79,16 @@ class Site:
         return cls(parts.scheme, parts.netloc, path)
 
 
-def _encode(text: str, safe: frozenset[str]) -> str | None:
-    """Percent-encode what is not `safe`; None when a "%" is not a valid escape."""
-    out: list[str] = []
-    i, n = 0, len(text)
-    while i < n:
-        ch = text[i]
-        if ch == "%":
-            if i + 2 < n and text[i + 1] in _HEX and text[i + 2] in _HEX:
-                out.append(text[i:i + 3])
-                i += 3
-                continue
-            return None
-        if ch in safe:
-            out.append(ch)
-        else:
-            out.extend(f"%{b:02X}" for b in ch.encode("utf-8"))
-        i += 1
-    return "".join(out)
+def _percent(match: re.Match[str]) -> str:
+    raw = match.group().encode("utf-8").hex().upper()
+    return "".join("%" + raw[i:i + 2] for i in range(0, len(raw), 2))
+
+
+def _encode(text: str, unsafe: re.Pattern[str]) -> str | None:
+    """Percent-encode what is `unsafe` (as UTF-8); None when a "%" is not a valid escape."""
+    if "%" in text and _BAD_PERCENT.search(text):
+        return None
+    return unsafe.sub(_percent, text)
 
 
 def _host(hostname: str) -> str | None:
@@ -101,14 +96,13 @@ def _host(hostname: str) -> str | None:
         return None
     if hostname.startswith("["):  # IPv6 literal, kept as written
         return hostname
-    try:
-        ascii_host = hostname.encode("idna").decode("ascii")
-    except UnicodeError:
-        return None
-    ascii_host = ascii_host.lower()
-    if not re.fullmatch(r"[a-z0-9-]+(\.[a-z0-9-]+)*\.?", ascii_host):
-        return None
-    return ascii_host
+    host = hostname.lower()
+    if not host.isascii():
+        try:
+            host = host.encode("idna").decode("ascii")
+        except UnicodeError:
+            return None
+    return host if _ASCII_HOST.fullmatch(host) else None
 
 
 def normalize_url(raw: str | None) -> tuple[str | None, str | None]:
@@ -138,8 +132,8 @@ def normalize_url(raw: str | None) -> tuple[str | None, str | None]:
         return None, "bad_host"
     scheme = parts.scheme.lower()
     netloc = host if port in (None, _DEFAULT_PORTS[scheme]) else f"{host}:{port}"
-    path = _encode(parts.path or "/", _PATH_SAFE)
-    query = _encode(parts.query, _QUERY_SAFE)
+    path = _encode(parts.path or "/", _PATH_UNSAFE)
+    query = _encode(parts.query, _QUERY_UNSAFE)
     if path is None or query is None:
         return None, "bad_percent_encoding"
     if not path.startswith("/"):

@@ -1,10 +1,10 @@
--- assign_shards: every row to publish, its rendered <url> line and its byte length,
+-- assign_shards: every row to publish, the byte length of its <url> line (url_line),
 -- and the shard of the last generation whose URL range holds it (stable boundaries).
 -- Reads `diffed` and `previous_rows`. A shard of the last generation covers the
 -- URLs from its smallest URL up to the next shard's smallest; URLs below a
 -- section's first shard go to that first shard; a new section has no base shard.
--- <loc> is escaped only where needed: after normalisation only & and ' can occur,
--- the other three are escaped anyway as a guard.
+-- The line itself is rendered again in file order (planned_rows), so the sorts
+-- in between carry narrow rows.
 -- Parameters: none.
 CREATE OR REPLACE TABLE assigned AS
 WITH bounds AS (
@@ -16,37 +16,19 @@ firsts AS (
     SELECT section, arg_min(shard, lower) AS first_shard
     FROM bounds
     GROUP BY section
-),
-lined AS (
-    SELECT
-        d.*,
-        '<url><loc>'
-        || CASE
-               WHEN contains(url, '&') OR contains(url, '''') OR contains(url, '<')
-                    OR contains(url, '>') OR contains(url, '"')
-               THEN replace(replace(replace(replace(replace(url,
-                        '&', '&amp;'), '<', '&lt;'), '>', '&gt;'), '''', '&apos;'), '"', '&quot;')
-               ELSE url
-           END
-        || '</loc>'
-        || coalesce('<lastmod>' || strftime(lastmod, '%Y-%m-%dT%H:%M:%SZ') || '</lastmod>', '')
-        || coalesce('<changefreq>' || changefreq || '</changefreq>', '')
-        || coalesce('<priority>' || rtrim(rtrim(printf('%.3f', priority), '0'), '.')
-                    || '</priority>', '')
-        || '</url>' || chr(10) AS line
-    FROM diffed d
 )
 SELECT
-    l.url,
-    l.section,
-    l.lastmod,
-    l.line,
-    strlen(l.line) AS line_bytes,
+    d.url,
+    d.section,
+    d.lastmod,
+    d.changefreq,
+    d.priority,
+    strlen(url_line(d.url, d.lastmod, d.changefreq, d.priority)) AS line_bytes,
     coalesce(b.shard, f.first_shard) AS base_shard,
-    l.fingerprint,
-    l.first_seen,
-    l.last_changed,
-    l.status
-FROM lined l
-ASOF LEFT JOIN bounds b ON l.section = b.section AND l.url >= b.lower
-LEFT JOIN firsts f ON l.section = f.section;
+    d.fingerprint,
+    d.first_seen,
+    d.last_changed,
+    d.status
+FROM diffed d
+ASOF LEFT JOIN bounds b ON d.section = b.section AND d.url >= b.lower
+LEFT JOIN firsts f ON d.section = f.section;

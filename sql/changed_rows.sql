@@ -5,5 +5,4 @@ FROM diffed
 WHERE status <> 'unchanged'
 UNION ALL
 SELECT url, 'removed' AS change, NULL::TIMESTAMPTZ AS lastmod
-FROM (SELECT url FROM previous_rows ANTI JOIN diffed USING (url))
-ORDER BY url;
+FROM (SELECT url FROM previous_rows ANTI JOIN diffed USING (url));

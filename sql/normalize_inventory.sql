@@ -2,9 +2,11 @@
 -- Reads the view `inventory_typed` (url, lastmod, changefreq, priority, content_hash,
 -- row_id), built by pipeline.load from code constants after the schema check.
 -- Parameters: $site_prefix (scheme://host/path/ every published URL starts with),
--- $clean_regex (URLs that need no normalisation), $max_len (longest <loc>).
--- Rows the fast path cannot prove clean go to the Python UDF check_url, which
--- returns the normalised URL or '!reason'.
+-- $clean_regex (URLs that need no normalisation), $iri_regex (URLs whose path
+-- holds only unreserved characters, "/" and non-ASCII: encoded here segment by
+-- segment, the commonest dirty case), $max_len (longest <loc>).
+-- Other rows go to the Python UDF check_url (pipeline/urls.py, the reference
+-- the two fast paths agree with), which returns the normalised URL or '!reason'.
 CREATE OR REPLACE TABLE normalized AS
 WITH checked AS (
     SELECT
@@ -15,6 +17,11 @@ WITH checked AS (
                  AND length(url) <= $max_len
                  AND regexp_full_match(url, $clean_regex)
             THEN url
+            WHEN starts_with(url, $site_prefix) AND regexp_full_match(url, $iri_regex)
+            THEN (SELECT CASE WHEN length(e) <= $max_len THEN e ELSE '!too_long' END
+                  FROM (SELECT $site_prefix || array_to_string(list_transform(
+                      string_split(substr(url, length($site_prefix) + 1), '/'),
+                      lambda seg: url_encode(seg)), '/') AS e))
             ELSE check_url(url, $site_prefix)
         END AS checked_url
     FROM inventory_typed

@@ -2,5 +2,4 @@
 -- and the original URL as it came in. Reads `classified`. Parameters: none.
 SELECT row_id, reason, original_url AS url, lastmod, changefreq, priority
 FROM classified
-WHERE reason IS NOT NULL
-ORDER BY row_id;
+WHERE reason IS NOT NULL;
