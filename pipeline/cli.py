@@ -36,6 +36,13 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-reject-share", type=float, default=0.05,
                    help="fail when more than this share of rows is rejected (default 0.05)")
     p.add_argument("--force", action="store_true", help="rewrite every shard file")
+    p.add_argument("--lease-seconds", type=float, default=0,
+                   help="hold a lease on --out for this long (default 0: none)")
+    p.add_argument("--keep-generations", type=int, default=3,
+                   help="generations whose files gc keeps (default 3)")
+    p.add_argument("--gc-grace-hours", type=float, default=48.0,
+                   help="gc deletes only files older than this (default 48)")
+    p.add_argument("--no-gc", action="store_true", help="do not garbage-collect after publishing")
     p.add_argument("--json", action="store_true", help="print the run summary as JSON")
 
 
@@ -56,8 +63,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="sitemaps-demo", help="output folder (default ./sitemaps-demo)")
     p.add_argument("--json", action="store_true", help="print the run summary as JSON")
 
+    p = sub.add_parser("diff", help="dry run: what a run would change, writing nothing")
+    p.add_argument("--inventory", required=True)
+    p.add_argument("--out", help="the output whose live generation to compare with")
+    p.add_argument("--state", help="or: a state URI (its newest snapshot is compared with)")
+    p.add_argument("--site-url", help="default: the live manifest's site URL")
+    p.add_argument("--section-depth", type=int, default=1)
+    p.add_argument("--json", action="store_true")
+
     p = sub.add_parser("status", help="the live generation of an output")
     p.add_argument("--out", required=True)
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("gc", help="delete files no kept generation references")
+    p.add_argument("--out", required=True)
+    p.add_argument("--state", help="state URI (default: <out>/_state)")
+    p.add_argument("--keep-generations", type=int, default=3)
+    p.add_argument("--grace-hours", type=float, default=48.0)
+    p.add_argument("--dry-run", action="store_true", help="list what would be deleted")
     p.add_argument("--json", action="store_true")
     return parser
 
@@ -72,7 +95,9 @@ def _options(args: argparse.Namespace) -> Any:
                       args.max_sitemaps_per_index),
         run_id=args.run_id, section_depth=args.section_depth, allow_shrink=args.allow_shrink,
         shrink_threshold=args.shrink_threshold, max_reject_share=args.max_reject_share,
-        force=args.force)
+        force=args.force, lease_seconds=args.lease_seconds,
+        keep_generations=args.keep_generations,
+        gc_grace_hours=None if args.no_gc else args.gc_grace_hours)
 
 
 def _print_summary(summary: dict[str, Any], as_json: bool) -> None:
@@ -128,7 +153,65 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0 if report.get("root_index_matches", True) else 1
 
 
-COMMANDS = {"run": cmd_run, "demo": cmd_demo, "status": cmd_status}
+def cmd_diff(args: argparse.Namespace) -> int:
+    import tempfile
+
+    from pipeline import storage
+    from pipeline.errors import ConfigError
+    from pipeline.publish import read_live
+    from pipeline.run import RunOptions, dry_run
+
+    if bool(args.out) == bool(args.state):
+        raise ConfigError("give either --out (compare with its live generation) or --state")
+    site_url = args.site_url
+    if args.out:
+        live = read_live(args.out)
+        site_url = site_url or (live.manifest or {}).get("site_url")
+        out = args.out
+    else:
+        out = tempfile.mkdtemp(prefix="sitemaps-diff-")
+    if not site_url:
+        raise ConfigError("--site-url is needed: no live manifest to take it from")
+    snapshot = None
+    if args.state:  # generation ids sort by time: the newest snapshot is the last
+        snapshots = sorted(o.key for o in storage.open_storage(args.state).list("generations/")
+                           if o.key.endswith("/snapshot.parquet"))
+        snapshot = storage.join(args.state, snapshots[-1]) if snapshots else None
+    report = dry_run(RunOptions(inventory=args.inventory, site_url=site_url, out=out,
+                                state=args.state, section_depth=args.section_depth,
+                                compare_snapshot=snapshot))
+    if args.json:
+        print(json.dumps(report, indent=2, sort_keys=True, default=str))
+    else:
+        c = report["counts"]
+        print(f"compared with generation {report['live_generation'] or '(none)'}")
+        print(f"would publish {c['published']:,} URLs: {c['added']:,} added, {c['changed']:,} "
+              f"changed, {c['removed']:,} removed, {c['unchanged']:,} unchanged; "
+              f"{c['rejected_rows']:,} rejected")
+        print(f"sitemaps: {c['sitemaps']:,} ({c['shards_to_write']:,} to write, "
+              f"{c['shards_reused']:,} reused, {c['shards_removed']:,} removed)")
+    return 0
+
+
+def cmd_gc(args: argparse.Namespace) -> int:
+    from pipeline import storage
+    from pipeline.gc import gc
+
+    result = gc(args.out, args.state or storage.join(args.out, "_state"),
+                keep=args.keep_generations, grace_hours=args.grace_hours, dry_run=args.dry_run)
+    if args.json:
+        print(json.dumps(result, indent=2, sort_keys=True))
+    else:
+        verb = "would delete" if args.dry_run else "deleted"
+        for key in result["deleted"] + result["deleted_state"]:
+            print(f"{verb}: {key}")
+        print(f"{verb} {len(result['deleted']) + len(result['deleted_state'])} file(s); kept "
+              f"generations {', '.join(result['kept_generations']) or '(none)'}")
+    return 0
+
+
+COMMANDS = {"run": cmd_run, "demo": cmd_demo, "status": cmd_status, "diff": cmd_diff,
+            "gc": cmd_gc}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -14,7 +14,7 @@ from pipeline import steps
 from pipeline.progress import QUIET, Progress
 from pipeline.steps import RunOptions
 
-__all__ = ["RunOptions", "run"]
+__all__ = ["RunOptions", "dry_run", "run"]
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +33,7 @@ def run(opts: RunOptions, progress: Progress = QUIET) -> dict[str, Any]:
         t = time.monotonic()
         summary = steps.publish_step(ctx, [rendered["uri"]])
         seconds["publish"] = round(time.monotonic() - t, 3)
+        summary["gc"] = steps.gc_step(ctx)
     finally:
         steps.finish(ctx)
     summary["seconds"] = round(time.monotonic() - started, 3)
@@ -40,3 +41,15 @@ def run(opts: RunOptions, progress: Progress = QUIET) -> dict[str, Any]:
     log.info("run: generation %s %s in %.1f s", summary["generation"],
              "published" if summary["published"] else "unchanged", summary["seconds"])
     return summary
+
+
+def dry_run(opts: RunOptions) -> dict[str, Any]:
+    """Load, diff and plan; report what a run would change, publishing nothing."""
+    ctx = steps.begin(opts)
+    try:
+        steps.load_step(ctx)
+        steps.diff_step(ctx)
+        steps.plan_step(ctx)
+        return steps.dry_run_summary(ctx)
+    finally:
+        steps.finish(ctx)

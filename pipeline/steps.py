@@ -55,6 +55,13 @@ class RunOptions:
     shrink_threshold: float = DEFAULT_SHRINK_THRESHOLD
     max_reject_share: float = DEFAULT_MAX_REJECT_SHARE
     force: bool = False
+    #: Seconds a lease is held for (0: no lease; the conditional commit still guards races).
+    lease_seconds: float = 0
+    #: Garbage collection after the commit: generations kept, grace hours (None: no gc).
+    keep_generations: int = 3
+    gc_grace_hours: float | None = 48.0
+    #: Diff against this snapshot instead of the live generation's (dry runs from a state URI).
+    compare_snapshot: str | None = None
 
     @property
     def state_uri(self) -> str:
@@ -67,8 +74,12 @@ def begin(opts: RunOptions) -> dict[str, Any]:
     run_time = (opts.run_time or datetime.now(UTC)).astimezone(UTC).replace(microsecond=0)
     site = Site.parse(opts.site_url)
     public = opts.public_url or site.prefix
-    live = read_live(opts.out)
     generation = new_generation_id(run_time)
+    if opts.lease_seconds:
+        from pipeline import lease
+
+        lease.acquire(opts.out, generation, opts.lease_seconds)
+    live = read_live(opts.out)
     base = opts.work or tempfile.mkdtemp(prefix="sitemaps-work-")
     warnings = [w for w in [cross_submission_warning(site, public)] if w]
     for w in warnings:
@@ -80,12 +91,13 @@ def begin(opts: RunOptions) -> dict[str, Any]:
         "own_work": opts.work is None,
         "run_time": run_time.isoformat(), "generation": generation,
         "live_etag": live.etag, "live_generation": live.generation,
-        "snapshot": (live.manifest or {}).get("state", {}).get("snapshot"),
+        "snapshot": opts.compare_snapshot or (live.manifest or {}).get("state", {}).get("snapshot"),
         "live_keys": sorted(s["key"] for s in (live.manifest or {}).get("sitemaps", [])),
         "limits": asdict(opts.limits), "section_depth": opts.section_depth,
         "allow_shrink": opts.allow_shrink, "shrink_threshold": opts.shrink_threshold,
         "max_reject_share": opts.max_reject_share, "force": opts.force,
-        "warnings": warnings,
+        "lease": bool(opts.lease_seconds), "keep_generations": opts.keep_generations,
+        "gc_grace_hours": opts.gc_grace_hours, "warnings": warnings,
     }
     log.info("begin: generation %s, live generation %s", generation, live.generation or "none")
     return ctx
@@ -244,8 +256,46 @@ def publish_step(ctx: dict[str, Any], render_uris: list[str]) -> dict[str, Any]:
     }
 
 
+def gc_step(ctx: dict[str, Any], dry_run: bool = False) -> dict[str, Any]:
+    """Deletes files no kept generation references (see pipeline.gc)."""
+    from pipeline.gc import gc
+
+    if ctx["gc_grace_hours"] is None:
+        return {"skipped": True}
+    result = gc(ctx["out"], ctx["state"], keep=ctx["keep_generations"],
+                grace_hours=ctx["gc_grace_hours"], dry_run=dry_run)
+    return {"deleted": len(result["deleted"]), "deleted_state": len(result["deleted_state"]),
+            "aborted_uploads": result["aborted_uploads"]}
+
+
+def dry_run_summary(ctx: dict[str, Any]) -> dict[str, Any]:
+    """What a run would publish, from the load, diff and plan results; writes nothing live."""
+    from pipeline.plan import load_shards
+
+    loaded, diffed, planned = _read(ctx, "load.json"), _read(ctx, "diff.json"), _read(ctx, "plan.json")
+    shards = load_shards(planned["shards_uri"])
+    live_keys = set(ctx["live_keys"])
+    keys = {s.key for s in shards}
+    return {
+        "live_generation": ctx["live_generation"],
+        "counts": {
+            "input_rows": loaded["input_rows"], "rejected": loaded["rejected"],
+            "rejected_rows": loaded["rejected_rows"], "published": sum(s.urls for s in shards),
+            **{k: diffed[k] for k in ("added", "changed", "unchanged", "removed",
+                                      "lastmod_clamped")},
+            "sitemaps": len(shards), "shards_to_write": len(keys - live_keys),
+            "shards_reused": len(keys & live_keys), "shards_removed": len(live_keys - keys),
+        },
+        "changes_uri": diffed["changes_uri"],
+    }
+
+
 def finish(ctx: dict[str, Any]) -> None:
-    """Removes the run's work files (they are only intermediate)."""
+    """Removes the run's work files (they are only intermediate) and gives the lease back."""
+    if ctx.get("lease"):
+        from pipeline import lease
+
+        lease.release(ctx["out"], ctx["generation"])
     work = _work(ctx)
     if ctx.get("own_work") and isinstance(work, storage.LocalStorage):
         import shutil
