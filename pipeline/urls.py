@@ -12,7 +12,7 @@ reach Python. Rules, in order (the README lists them for users):
 5. in path and query, non-ASCII and unsafe characters are percent-encoded
    (UTF-8), valid `%XX` kept as written; a `%` not followed by two hex digits
    -> `bad_percent_encoding`. Path case and query order are kept; an empty
-   path becomes `/`.
+   path becomes `/`; an empty query (a bare trailing `?`) is dropped.
 6. longer than 2,048 characters after encoding -> `too_long`.
 7. not under the site URL (scheme, host, port and path prefix) -> `off_site`.
 """
@@ -40,7 +40,7 @@ _DEFAULT_PORTS = {"http": 80, "https": 443}
 #: "%", no fragment. DuckDB applies it so that Python sees only the rest.
 CLEAN_URL_REGEX = (
     r"https?://[a-z0-9.-]+/([A-Za-z0-9\-._~!$&'()*+,;=:@/]|%[0-9A-Fa-f]{2})*"
-    r"(\?([A-Za-z0-9\-._~!$&'()*+,;=:@/?]|%[0-9A-Fa-f]{2})*)?"
+    r"(\?([A-Za-z0-9\-._~!$&'()*+,;=:@/?]|%[0-9A-Fa-f]{2})+)?"
 )
 
 #: A URL whose path holds only unreserved characters, "/" and non-ASCII (no query):

@@ -15,7 +15,7 @@ WITH cur AS (
         md5(concat_ws('|',
             coalesce(content_hash, concat_ws('|', url, changefreq, priority::VARCHAR)),
             strftime(lastmod, '%Y-%m-%dT%H:%M:%S'))) AS fingerprint,
-        lastmod > $run_time AS lastmod_clamped
+        coalesce(lastmod > $run_time, false) AS lastmod_clamped
     FROM current_rows
 ),
 joined AS (

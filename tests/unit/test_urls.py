@@ -1,0 +1,100 @@
+"""Every normalisation and rejection rule, table-driven, and the SQL fast paths' agreement."""
+
+from __future__ import annotations
+
+import duckdb
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pipeline.errors import ConfigError
+from pipeline.urls import CLEAN_URL_REGEX, IRI_PATH_REGEX, Site, check_url, normalize_url
+
+CASES = [
+    # (raw, normalised or None, reason)
+    ("https://www.example.com/a", "https://www.example.com/a", None),
+    ("  https://www.example.com/a  ", "https://www.example.com/a", None),
+    ("HTTPS://WWW.Example.COM/Path/Case", "https://www.example.com/Path/Case", None),
+    ("https://www.example.com:443/a", "https://www.example.com/a", None),
+    ("http://www.example.com:80/a", "http://www.example.com/a", None),
+    ("https://www.example.com:8443/a", "https://www.example.com:8443/a", None),
+    ("https://www.example.com/a#section", "https://www.example.com/a", None),
+    ("https://www.example.com", "https://www.example.com/", None),
+    ("https://bücher.example/x", "https://xn--bcher-kva.example/x", None),
+    ("https://www.example.com/café", "https://www.example.com/caf%C3%A9", None),
+    ("https://www.example.com/a b", "https://www.example.com/a%20b", None),
+    ("https://www.example.com/%41%2f", "https://www.example.com/%41%2f", None),
+    ("https://www.example.com/a?b=2&a=1", "https://www.example.com/a?b=2&a=1", None),
+    ("https://www.example.com/?q=日本", "https://www.example.com/?q=%E6%97%A5%E6%9C%AC", None),
+    ("https://www.example.com/<x>", "https://www.example.com/%3Cx%3E", None),
+    (None, None, "empty"),
+    ("", None, "empty"),
+    ("   ", None, "empty"),
+    ("https://www.example.com/a\x01", None, "illegal_char"),
+    ("https://www.example.com/\ufffe", None, "illegal_char"),
+    ("ftp://www.example.com/a", None, "not_http"),
+    ("mailto:someone@example.com", None, "not_http"),
+    ("/relative/path", None, "not_http"),
+    ("https:///nohost", None, "bad_host"),
+    ("https://user:pw@www.example.com/", None, "bad_host"),
+    ("https://www.example.com:99999/", None, "bad_host"),
+    ("https://bad..host/", None, "bad_host"),
+    ("https://www.example.com/%zz", None, "bad_percent_encoding"),
+    ("https://www.example.com/100%", None, "bad_percent_encoding"),
+    ("https://www.example.com/" + "a" * 2030, None, "too_long"),
+    ("https://www.example.com/" + "é" * 700, None, "too_long"),  # long only once encoded
+]
+
+
+@pytest.mark.parametrize("raw, want, reason", CASES)
+def test_normalize_url(raw: str | None, want: str | None, reason: str | None) -> None:
+    assert normalize_url(raw) == (want, reason)
+
+
+@pytest.mark.parametrize("raw, want", [
+    ("https://ex.com/shop/a", "https://ex.com/shop/a"),
+    ("https://ex.com/shop/", "https://ex.com/shop/"),
+    ("https://ex.com/shop", "!off_site"),
+    ("https://ex.com/shopping", "!off_site"),
+    ("http://ex.com/shop/a", "!off_site"),
+    ("https://www.ex.com/shop/a", "!off_site"),
+    ("ftp://ex.com/shop/a", "!not_http"),
+])
+def test_check_url_against_site(raw: str, want: str) -> None:
+    assert check_url(raw, Site.parse("https://ex.com/shop").prefix) == want
+
+
+def test_site_parse() -> None:
+    assert Site.parse("https://WWW.Example.com").prefix == "https://www.example.com/"
+    with pytest.raises(ConfigError):
+        Site.parse("not a url")
+    with pytest.raises(ConfigError):
+        Site.parse("https://ex.com/?q=1")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters(codec="utf-8"), max_size=40))
+def test_fast_paths_agree_with_python(path: str) -> None:
+    """What DuckDB accepts or encodes itself, Python would have produced the same way."""
+    prefix = "https://www.example.com/"
+    url = prefix + path
+    con = duckdb.connect()
+    clean, iri, encoded = con.sql(
+        "SELECT regexp_full_match($u, $c), regexp_full_match($u, $i), $p || array_to_string("
+        "list_transform(string_split(substr($u, length($p) + 1), '/'), lambda s: url_encode(s)),"
+        " '/')", params={"u": url, "c": CLEAN_URL_REGEX, "i": IRI_PATH_REGEX, "p": prefix},
+    ).fetchall()[0]
+    if clean:
+        assert check_url(url, prefix) == url
+    elif iri and len(encoded) <= 2048:
+        assert check_url(url, prefix) == encoded
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=60))
+def test_any_string_is_a_valid_loc_or_a_reason(raw: str) -> None:
+    url, reason = normalize_url(raw)
+    assert (url is None) != (reason is None)
+    if url is not None:
+        assert url.isascii() and len(url) <= 2048
+        assert not any(c in url for c in '<>" \n\t')
