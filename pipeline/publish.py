@@ -113,11 +113,14 @@ def file_entries(rendered: list[RenderedFile], live: LiveState, public_url: str
 
 def check_shrink(live: LiveState, published: int, threshold: float, allow_shrink: bool) -> None:
     """Refuses a generation far smaller than the live one (or empty), unless allowed."""
+    if published == 0:
+        raise ShrinkRefused(
+            "the new generation would publish no URL at all (an empty inventory, or every row "
+            "rejected); the live generation stays. An empty sitemap index is not valid, so this "
+            "is refused even with --allow-shrink: to withdraw the sitemaps, remove their "
+            "robots.txt lines")
     if allow_shrink:
         return
-    if published == 0:
-        raise ShrinkRefused("the new generation would publish no URL at all; the live generation "
-                            "stays; check the inventory, or pass --allow-shrink")
     if live.manifest is None:
         return
     before = int(live.manifest["counts"]["published"])

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import hashlib
 import logging
 import os
@@ -257,6 +258,9 @@ class S3Settings:
 
 
 _configured: S3Settings | None = None
+#: (event name, handler) pairs registered on every S3 client this module makes:
+#: botocore's event system, used by tests to inject faults and count requests.
+CLIENT_HOOKS: list[tuple[str, Any]] = []
 
 
 def configure_s3(settings: S3Settings | None) -> None:
@@ -277,25 +281,36 @@ def s3_client() -> Any:
 
     Retries transient failures with backoff (botocore's standard mode) and
     bounds connect and read times so an unreachable endpoint fails promptly.
+    Clients are made once per distinct settings (making one costs ~50 ms).
     """
+    return _client(s3_settings(), int(os.environ.get("SITEMAPS_S3_ATTEMPTS", "5")),
+                   float(os.environ.get("SITEMAPS_S3_CONNECT_TIMEOUT", "5")),
+                   tuple(CLIENT_HOOKS))
+
+
+@functools.lru_cache(maxsize=16)
+def _client(cfg: S3Settings, attempts: int, connect_timeout: float,
+            hooks: tuple[tuple[str, Any], ...]) -> Any:
     import boto3
     from botocore.config import Config
 
-    cfg = s3_settings()
     config = Config(
-        retries={"mode": "standard", "max_attempts": int(os.environ.get("SITEMAPS_S3_ATTEMPTS", "5"))},
-        connect_timeout=float(os.environ.get("SITEMAPS_S3_CONNECT_TIMEOUT", "5")),
+        retries={"mode": "standard", "max_attempts": attempts},
+        connect_timeout=connect_timeout,
         read_timeout=60,
         s3={"addressing_style": "path"} if cfg.endpoint_url else {},
         # Checksums on every PUT break some S3-compatible servers; only when required.
         request_checksum_calculation="when_required",
         response_checksum_validation="when_required",
     )
-    return boto3.session.Session().client(
+    client = boto3.session.Session().client(
         "s3", endpoint_url=cfg.endpoint_url, config=config, region_name=cfg.region,
         aws_access_key_id=cfg.access_key_id, aws_secret_access_key=cfg.secret_access_key,
         aws_session_token=cfg.session_token,
     )
+    for event, handler in hooks:
+        client.meta.events.register(event, handler)
+    return client
 
 
 def s3_filesystem() -> Any:

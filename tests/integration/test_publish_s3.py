@@ -1,0 +1,295 @@
+"""Publishing on a real S3 server (SeaweedFS): end to end, object metadata, incremental
+runs, fault injection at every request, killed processes, races, shrink guard, GC,
+and bad storage settings."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pipeline import steps, storage
+from pipeline.config import Limits
+from pipeline.errors import PublishConflict, ShrinkRefused, StorageError, TransientError
+from pipeline.gc import gc
+from pipeline.run import RunOptions, run
+from pipeline.status import status
+from tests.output_check import read_output, write_inventory
+
+pytestmark = pytest.mark.integration
+SITE = "https://www.example.com/"
+T0 = datetime(2026, 12, 1, 3, tzinfo=UTC)
+
+
+def inventory(tmp: Path, n: int, name: str = "inv.parquet", start: int = 0) -> str:
+    urls = [f"{SITE}{'product' if i % 3 else 'blog'}/{i:05d}?a=1&b='x'" for i in
+            range(start, start + n)]
+    return str(write_inventory(tmp / name, {"url": urls}))
+
+
+def opts(inv: str, out: str, **kw: Any) -> RunOptions:
+    kw.setdefault("limits", Limits(max_urls=50))
+    kw.setdefault("run_time", T0)
+    return RunOptions(inventory=inv, site_url=SITE, out=out, **kw)
+
+
+class InjectedFault(Exception):
+    pass
+
+
+@pytest.fixture
+def fail_request() -> Iterator[Any]:
+    """Arms a fault: `arm(n)` makes the n-th S3 request from now on raise; records requests."""
+    state: dict[str, Any] = {"seen": 0, "fail_at": None, "log": []}
+
+    def hook(request: Any, **_: Any) -> None:
+        state["seen"] += 1
+        state["log"].append((request.method, request.url.split("?")[0]))
+        if state["fail_at"] is not None and state["seen"] == state["fail_at"]:
+            raise InjectedFault(f"injected failure of S3 request {state['seen']}")
+
+    def arm(n: int | None) -> None:
+        state["seen"], state["fail_at"], state["log"] = 0, n, []
+
+    storage.CLIENT_HOOKS.append(("before-send.s3", hook))
+    arm.state = state  # type: ignore[attr-defined]
+    yield arm
+    storage.CLIENT_HOOKS.remove(("before-send.s3", hook))
+
+
+def request_kind(method: str, url: str) -> str:
+    """A request with its variable parts (digests, generation ids) blanked: one publish step."""
+    import re
+
+    path = url.split("/", 4)[-1]  # below the bucket
+    path = re.sub(r"faults-\d+|count", "OUT", path)
+    path = re.sub(r"sitemaps/[^/]+\.xml\.gz", "sitemaps/SHARD", path)
+    path = re.sub(r"\d{8}T\d{6}Z-[0-9a-f]{6}", "GEN", path)
+    path = re.sub(r"sitemaps-work-[^/]+", "WORK", path)
+    return f"{method} {path}"
+
+
+def test_end_to_end_on_s3(s3_bucket: Any, tmp_path: Path) -> None:
+    # The inventory itself is on S3 too, as a Hive-partitioned folder.
+    local = Path(inventory(tmp_path, 180))
+    s3_bucket.client.upload_file(str(local), s3_bucket.name, "inventory/day=1/part-0.parquet")
+    out = s3_bucket.url("sitemaps")
+    summary = run(opts(s3_bucket.url("inventory/"), out))
+    assert summary["counts"]["published"] == 180
+    result = read_output(out, max_urls=50)
+    assert len(result.files) == 5  # blog 60 -> 2, product 120 -> 3
+    head = s3_bucket.client.head_object
+    shard = head(Bucket=s3_bucket.name, Key=f"sitemaps/{next(iter(result.files))}")
+    assert shard["ContentType"] == "application/gzip" and "ContentEncoding" not in shard
+    assert "immutable" in shard["CacheControl"]
+    index = head(Bucket=s3_bucket.name, Key="sitemaps/sitemap_index.xml")
+    assert index["ContentType"] == "application/xml" and "max-age=300" in index["CacheControl"]
+    report = status(out)
+    assert report["root_index_matches"] and report["published"] == 180
+
+    # A second run of the same inventory writes nothing: every object keeps its time.
+    before = {o.key: o.modified for o in storage.open_storage(out).list("")}
+    again = run(opts(s3_bucket.url("inventory/"), out, run_time=T0 + timedelta(days=1)))
+    assert again["published"] is False and again["counts"]["shards_written"] == 0
+    after = {o.key: o.modified for o in storage.open_storage(out).list("")}
+    assert {k: v for k, v in after.items() if not k.startswith("_state/")} == {
+        k: v for k, v in before.items() if not k.startswith("_state/")}
+
+
+def _check_live_and_converge(inv: str, out: str, urls: int, when: datetime) -> None:
+    """Whatever is live is whole (the root index may lag); the next run converges."""
+    import json
+
+    live = storage.open_storage(out)
+    m = json.loads(live.read_bytes("manifest.json"))
+    for s in m["sitemaps"]:
+        assert live.exists(s["key"]), f"live manifest lists missing {s['key']}"
+    for i in m["indexes"]:
+        assert live.exists(i["generation_key"])
+    summary = run(opts(inv, out, run_time=when, allow_shrink=True))
+    result = read_output(out, max_urls=50)
+    assert len(result.locs) == urls and summary["counts"]["published"] == urls
+    assert status(out)["root_index_matches"]
+
+
+def test_fault_at_every_request_of_a_publish(s3_bucket: Any, tmp_path: Path,
+                                             fail_request: Any) -> None:
+    inv1, inv2 = inventory(tmp_path, 120, "a.parquet"), inventory(tmp_path, 140, "b.parquet", 30)
+    fail_request(None)
+    run(opts(inv1, s3_bucket.url("count")))
+    # Record the requests of a changing run; fail the first request of each kind (each
+    # step: a shard upload, index, manifest, state, commit, root index, robots, gc).
+    fail_request(None)
+    run(opts(inv2, s3_bucket.url("count"), run_time=T0 + timedelta(hours=1)))
+    first_of_kind: dict[str, int] = {}
+    for i, (method, url) in enumerate(fail_request.state["log"], start=1):
+        first_of_kind.setdefault(request_kind(method, url), i)
+    kinds = sorted(first_of_kind.values())
+    assert any("PUT OUT/manifest.json" in k for k in first_of_kind), first_of_kind
+    assert len(kinds) > 8
+    print(f"{len(kinds)} kinds of request: {sorted(first_of_kind)}")
+    # One output throughout: each round publishes the other inventory with a fault at
+    # request n, checks what is live, then converges (the next round starts from there).
+    target = s3_bucket.url("faults")
+    run(opts(inv1, target))
+    current, other = inv1, inv2
+    for round_, n in enumerate(kinds, start=1):
+        fail_request(n)
+        try:
+            run(opts(other, target, run_time=T0 + timedelta(hours=round_), allow_shrink=True))
+        except InjectedFault:
+            pass
+        fail_request(None)
+        _check_live_and_converge(other, target, 140 if other == inv2 else 120,
+                                 T0 + timedelta(hours=round_, minutes=30))
+        current, other = other, current
+
+
+def test_killed_process_leaves_previous_generation(s3_bucket: Any, tmp_path: Path) -> None:
+    inv1, inv2 = inventory(tmp_path, 300, "a.parquet"), inventory(tmp_path, 320, "b.parquet", 50)
+    out = s3_bucket.url("killed")
+    run(opts(inv1, out))
+    env = {**os.environ}
+    cmd = [sys.executable, "-m", "pipeline.cli", "-q", "run", "--inventory", inv2,
+           "--site-url", SITE, "--out", out, "--max-urls-per-sitemap", "10"]
+    for delay in (0.3, 0.8, 1.5, 2.5):
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, start_new_session=True)
+        time.sleep(delay)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        live = status(out)
+        assert live["live"] is not None
+        import json
+
+        store = storage.open_storage(out)
+        m = json.loads(store.read_bytes("manifest.json"))
+        assert all(store.exists(s["key"]) for s in m["sitemaps"])
+    summary = run(RunOptions(inventory=inv2, site_url=SITE, out=out, limits=Limits(max_urls=10)))
+    assert summary["counts"]["published"] == 320
+    read_output(out, max_urls=10)
+
+
+def test_two_runs_racing_exactly_one_commits(s3_bucket: Any, tmp_path: Path) -> None:
+    out = s3_bucket.url("race")
+    inv_a, inv_b = inventory(tmp_path, 100, "a.parquet"), inventory(tmp_path, 100, "b.parquet", 7)
+    run(opts(inv_a, out))
+    ctxs = [steps.begin(opts(inv, out, run_time=T0 + timedelta(hours=h)))
+            for h, inv in ((1, inv_b), (2, inv_a.replace("a.parquet", "b.parquet")))]
+    uris = []
+    for ctx in ctxs:
+        steps.load_step(ctx)
+        steps.diff_step(ctx)
+        steps.plan_step(ctx)
+        uris.append(steps.render_step(ctx, None)["uri"])
+    winner = steps.publish_step(ctxs[0], [uris[0]])
+    with pytest.raises(PublishConflict, match="another generation was published"):
+        steps.publish_step(ctxs[1], [uris[1]])
+    assert status(out)["live"] == winner["generation"]
+    read_output(out, max_urls=50)
+
+
+def test_two_processes_racing(s3_bucket: Any, tmp_path: Path) -> None:
+    out = s3_bucket.url("race2")
+    procs = [subprocess.Popen(
+        [sys.executable, "-m", "pipeline.cli", "-q", "run", "--inventory",
+         inventory(tmp_path, 2000, f"p{i}.parquet", i), "--site-url", SITE, "--out", out],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(2)]
+    results = [(p.wait(timeout=120), p.stderr.read()) for p in procs]  # type: ignore[union-attr]
+    codes = sorted(code for code, _ in results)
+    # Either both committed one after the other (no overlap), or exactly one lost cleanly.
+    if codes == [0, 3]:
+        assert any("another generation was published" in err for _, err in results)
+    else:
+        assert codes == [0, 0]
+    read_output(out)
+
+
+def test_shrink_guard(s3_bucket: Any, tmp_path: Path) -> None:
+    out = s3_bucket.url("shrink")
+    run(opts(inventory(tmp_path, 200, "full.parquet"), out))
+    live = status(out)["live"]
+    empty = str(write_inventory(tmp_path / "empty.parquet", {"url": pa_empty()}))
+    with pytest.raises(ShrinkRefused, match="no URL at all"):
+        run(opts(empty, out, run_time=T0 + timedelta(hours=1)))
+    with pytest.raises(ShrinkRefused, match="fewer"):
+        run(opts(inventory(tmp_path, 150, "cut.parquet"), out, run_time=T0 + timedelta(hours=2)))
+    assert status(out)["live"] == live
+    result = run(opts(inventory(tmp_path, 150, "cut.parquet"), out, allow_shrink=True,
+                      run_time=T0 + timedelta(hours=3)))
+    assert result["published"] and status(out)["published"] == 150
+    # Within the threshold: published without the flag.
+    run(opts(inventory(tmp_path, 140, "cut2.parquet"), out, run_time=T0 + timedelta(hours=4)))
+    assert status(out)["published"] == 140
+
+
+def pa_empty() -> Any:
+    import pyarrow as pa
+
+    return pa.array([], pa.string())
+
+
+def test_gc_keeps_what_kept_generations_reference(s3_bucket: Any, tmp_path: Path) -> None:
+    out = s3_bucket.url("gc")
+    for i in range(5):  # five generations, each changing some shards
+        run(opts(inventory(tmp_path, 100, f"g{i}.parquet", i * 10), out, allow_shrink=True,
+                 run_time=T0 + timedelta(hours=i), gc_grace_hours=None))
+    store = storage.open_storage(out)
+    shard_keys = {o.key for o in store.list("sitemaps/")}
+    state = storage.join(out, "_state")
+    kept = gc(out, state, keep=2, grace_hours=48, dry_run=False)
+    assert kept["deleted"] == []  # everything is younger than the grace period
+    dry = gc(out, state, keep=2, grace_hours=0, dry_run=True)
+    assert dry["deleted"] and {o.key for o in store.list("sitemaps/")} == shard_keys
+    done = gc(out, state, keep=2, grace_hours=0)
+    assert sorted(done["deleted"]) == sorted(dry["deleted"])
+    read_output(out, max_urls=50)  # the live generation is whole
+    import json
+
+    for gen in done["kept_generations"]:
+        m = json.loads(store.read_bytes(f"generations/{gen}/manifest.json"))
+        assert all(store.exists(s["key"]) for s in m["sitemaps"])
+    assert len({o.key.split("/")[1] for o in store.list("generations/")}) == 2
+
+
+def test_gc_aborts_abandoned_multipart_uploads(s3_bucket: Any) -> None:
+    out = s3_bucket.url("mp")
+    s3_bucket.client.put_object(Bucket=s3_bucket.name, Key="mp/manifest.json",
+                                Body=b'{"generation": "g", "history": ["g"], "sitemaps": [], '
+                                     b'"indexes": []}')
+    s3_bucket.client.create_multipart_upload(Bucket=s3_bucket.name, Key="mp/sitemaps/x.xml.gz")
+    result = gc(out, storage.join(out, "_state"), grace_hours=0,
+                now=datetime.now(UTC) + timedelta(minutes=1))
+    assert result["aborted_uploads"] == 1
+    assert not s3_bucket.client.list_multipart_uploads(Bucket=s3_bucket.name).get("Uploads")
+
+
+def test_bad_storage_gives_clear_errors(s3_bucket: Any, tmp_path: Path,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    inv = inventory(tmp_path, 10)
+    with pytest.raises(StorageError, match="does not exist"):
+        run(opts(inv, "s3://no-such-bucket-here/x"))
+    out = s3_bucket.url("creds")
+    run(opts(inv, out))
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "wrong")
+    with pytest.raises(StorageError, match="refused"):
+        run(opts(inv, out))
+    monkeypatch.undo()
+    for k, v in {"AWS_ENDPOINT_URL": s3_bucket.endpoint_url,
+                 "AWS_ACCESS_KEY_ID": s3_bucket.access_key,
+                 "AWS_SECRET_ACCESS_KEY": s3_bucket.secret_key}.items():
+        monkeypatch.setenv(k, v)
+    assert status(out)["root_index_matches"]
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")  # nothing listens there
+    monkeypatch.setenv("SITEMAPS_S3_ATTEMPTS", "2")
+    monkeypatch.setenv("SITEMAPS_S3_CONNECT_TIMEOUT", "1")
+    with pytest.raises(TransientError, match="cannot reach"):
+        run(opts(inv, out))
