@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from pipeline.errors import ConfigError
 from pipeline.limits import MAX_BYTES_PER_SITEMAP, MAX_SITEMAPS_PER_INDEX, MAX_URLS_PER_SITEMAP
-from pipeline.sitemap_xml import urlset_overhead
+from pipeline.sitemap_xml import max_urlset_overhead
 
 
 @dataclass(frozen=True)
@@ -21,8 +21,8 @@ class Limits:
         if not 1 <= self.max_urls <= MAX_URLS_PER_SITEMAP:
             raise ConfigError(f"--max-urls-per-sitemap must be 1..{MAX_URLS_PER_SITEMAP:,}, "
                               f"not {self.max_urls}")
-        if not urlset_overhead() < self.max_bytes <= MAX_BYTES_PER_SITEMAP:
-            raise ConfigError(f"--max-bytes-per-sitemap must be {urlset_overhead() + 1}.."
+        if not max_urlset_overhead() < self.max_bytes <= MAX_BYTES_PER_SITEMAP:
+            raise ConfigError(f"--max-bytes-per-sitemap must be {max_urlset_overhead() + 1}.."
                               f"{MAX_BYTES_PER_SITEMAP:,}, not {self.max_bytes}")
         if not 1 <= self.max_sitemaps_per_index <= MAX_SITEMAPS_PER_INDEX:
             raise ConfigError(f"--max-sitemaps-per-index must be 1..{MAX_SITEMAPS_PER_INDEX:,}, "
@@ -31,4 +31,4 @@ class Limits:
     @property
     def body_budget(self) -> int:
         """Bytes available to <url> lines in one file."""
-        return self.max_bytes - urlset_overhead()
+        return self.max_bytes - max_urlset_overhead()

@@ -16,6 +16,7 @@ from datetime import datetime
 import duckdb
 
 from pipeline import sql, storage
+from pipeline.extensions import NEWS_MAX_AGE_DAYS, NEWS_SECTION
 from pipeline.load import register_parquet, write_parquet
 
 log = logging.getLogger(__name__)
@@ -42,13 +43,15 @@ class DiffResult:
     unchanged: int
     removed: int
     lastmod_clamped: int
+    news_articles: int
     diffed_uri: str
     changes_uri: str
     seconds: float = 0.0
 
     def counts(self) -> dict[str, int]:
         return {"added": self.added, "changed": self.changed, "unchanged": self.unchanged,
-                "removed": self.removed, "lastmod_clamped": self.lastmod_clamped}
+                "removed": self.removed, "lastmod_clamped": self.lastmod_clamped,
+                "news_articles": self.news_articles}
 
 
 def register_snapshot(con: duckdb.DuckDBPyConnection, snapshot_uri: str | None) -> None:
@@ -64,7 +67,9 @@ def compute_diff(con: duckdb.DuckDBPyConnection, valid_uri: str, snapshot_uri: s
     """Builds the table `diffed` in `con`; returns the counts."""
     register_parquet(con, "current_rows", [valid_uri])
     register_snapshot(con, snapshot_uri)
-    con.execute(sql.load_sql("diff_rows"), {"run_time": run_time})
+    con.execute(sql.load_sql("diff_rows"), {
+        "run_time": run_time, "news_section": NEWS_SECTION,
+        "news_max_age_days": NEWS_MAX_AGE_DAYS})
     return {k: int(v) for k, v in sql.first_row(con, sql.load_sql("diff_counts")).items()}
 
 

@@ -23,6 +23,7 @@ import duckdb
 
 from pipeline import sql, storage
 from pipeline.errors import InventoryError
+from pipeline.extensions import extension_columns
 from pipeline.limits import CHANGEFREQ_VALUES, MAX_URL_LENGTH
 from pipeline.progress import QUIET, Progress
 from pipeline.urls import CLEAN_URL_REGEX, IRI_PATH_REGEX, Site, check_url
@@ -108,7 +109,7 @@ def register_parquet(con: duckdb.DuckDBPyConnection, name: str, files: list[str]
         con.read_parquet(files, hive_partitioning=True, union_by_name=True).create_view(name)
 
 
-def _typed_columns(types: dict[str, str]) -> list[str]:
+def _typed_columns(types: dict[str, str], duck_types: dict[str, Any]) -> list[str]:
     """Column expressions (code constants chosen by type) for `inventory_typed`."""
     url_t = types.get("url")
     if url_t is None:
@@ -159,7 +160,8 @@ def _typed_columns(types: dict[str, str]) -> list[str]:
         cols.append("hex(content_hash) AS content_hash")
     else:
         cols.append("content_hash::VARCHAR AS content_hash")
-    return cols
+    return cols + extension_columns(
+        {k: v for k, v in duck_types.items() if k in ("images", "videos", "alternates", "news")})
 
 
 @contextlib.contextmanager
@@ -197,12 +199,14 @@ def load(inventory: str, site_url: str, work_uri: str, *, section_depth: int = 1
     progress.step(f"load {len(files)} file(s)")
     try:
         register_parquet(con, "inventory_raw", files)
-        types = {r[0]: str(r[1]).upper() for r in con.sql("DESCRIBE inventory_raw").fetchall()}
+        probe = con.sql("SELECT * FROM inventory_raw LIMIT 0")
+        duck_types = dict(zip(probe.columns, probe.types, strict=True))
+        types = {k: str(v).upper() for k, v in duck_types.items()}
     except duckdb.Error as exc:
         raise InventoryError(f"cannot read the inventory {inventory!r}: {_one_line(exc)}") from exc
     except OSError as exc:
         raise InventoryError(f"cannot read the inventory {inventory!r}: {exc}") from exc
-    con.sql(f"SELECT {', '.join(_typed_columns(types))} FROM inventory_raw").create_view(
+    con.sql(f"SELECT {', '.join(_typed_columns(types, duck_types))} FROM inventory_raw").create_view(
         "inventory_typed", replace=True)
     con.create_function("check_url", _check_url_batch, ["VARCHAR", "VARCHAR"], "VARCHAR",
                         type="arrow", null_handling="special", side_effects=False)

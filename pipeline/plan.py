@@ -11,11 +11,12 @@ and `shards.json` under the work prefix.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -27,7 +28,9 @@ from pipeline.config import Limits
 from pipeline.diff import register_snapshot
 from pipeline.errors import ConfigError
 from pipeline.load import register_parquet, write_parquet
-from pipeline.sitemap_xml import FORMAT_VERSION, URLSET_HEADER
+from pipeline.extensions import NEWS_SECTION
+from pipeline.limits import MAX_URLS_PER_NEWS_SITEMAP
+from pipeline.sitemap_xml import FORMAT_VERSION, URLSET_FOOTER, urlset_header
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +55,16 @@ class Shard:
     lastmod: str | None
     digest: str
     changed_rows: int
+    namespaces: list[str] = field(default_factory=list)
+
+    @property
+    def header(self) -> str:
+        return urlset_header(self.namespaces)
+
+    @property
+    def bytes(self) -> int:
+        """Uncompressed size of the file."""
+        return len(self.header) + self.body_bytes + len(URLSET_FOOTER)
 
     @property
     def key(self) -> str:
@@ -73,20 +86,28 @@ class PlanResult:
     seconds: float = 0.0
 
 
-def shard_digest(md5_of_lines: str) -> str:
+def shard_digest(md5_of_lines: str, header: str) -> str:
     """The key digest: the lines' digest bound to the file format around them."""
     return hashlib.sha256(
-        f"{FORMAT_VERSION}|{URLSET_HEADER}|{md5_of_lines}".encode()).hexdigest()[:16]
+        f"{FORMAT_VERSION}|{header}|{md5_of_lines}".encode()).hexdigest()[:16]
 
 
-def _groups(stats: list[tuple[Any, ...]], limits: Limits, first_run: bool
+def section_limits(section: str, limits: Limits) -> Limits:
+    """News sitemaps hold at most 1,000 URLs; every other section the configured limits."""
+    if section == NEWS_SECTION and limits.max_urls > MAX_URLS_PER_NEWS_SITEMAP:
+        return dataclasses.replace(limits, max_urls=MAX_URLS_PER_NEWS_SITEMAP)
+    return limits
+
+
+def _groups(stats: list[tuple[Any, ...]], all_limits: Limits, first_run: bool
             ) -> tuple[list[dict[str, Any]], int, int]:
     """Plan groups from base shard sizes: keep, merge into the predecessor, or repack."""
-    budget = limits.body_budget
+    budget = all_limits.body_budget
     groups: list[dict[str, Any]] = []
     split = merged = 0
     prev: dict[str, Any] | None = None
     for section, base, urls, body, max_line in stats:
+        limits = section_limits(section, all_limits)
         if max_line > budget:
             raise ConfigError(
                 f"--max-bytes-per-sitemap {limits.max_bytes} cannot hold one entry of section "
@@ -146,7 +167,6 @@ def plan(diffed_uri: str, snapshot_uri: str | None, work_uri: str, limits: Limit
     """Assign every row a shard; write the planned rows and the shard list."""
     started = time.monotonic()
     con = con or sql.connect()
-    con.execute(sql.load_sql("url_line"))
     register_parquet(con, "diffed", [diffed_uri])
     register_snapshot(con, snapshot_uri)
     con.execute(sql.load_sql("assign_shards"))
@@ -165,11 +185,13 @@ def plan(diffed_uri: str, snapshot_uri: str | None, work_uri: str, limits: Limit
     con.execute(sql.load_sql("pack_shards"))
     con.register("shard_numbers", _number_shards(con, groups))
     con.execute("CREATE OR REPLACE TABLE planned AS " + sql.load_sql("planned_rows"))
-    shards = [
-        Shard(section=s, shard=int(n), urls=int(u), body_bytes=int(b),
-              lastmod=_w3c(lm), digest=shard_digest(d), changed_rows=int(c))
-        for s, n, u, b, lm, d, c in con.sql(sql.load_sql("shard_summary")).fetchall()
-    ]
+    shards = []
+    for s, n, u, b, lm, d, c, *uses in con.sql(sql.load_sql("shard_summary")).fetchall():
+        namespaces = [ns for ns, used in zip(("image", "video", "news", "xhtml"), uses,
+                                             strict=True) if used]
+        shards.append(Shard(section=s, shard=int(n), urls=int(u), body_bytes=int(b),
+                            lastmod=_w3c(lm), digest=shard_digest(d, urlset_header(namespaces)),
+                            changed_rows=int(c), namespaces=namespaces))
     work = storage.open_storage(work_uri)
     planned_uri = write_parquet(con.sql("SELECT * FROM planned"), work, PLANNED_KEY)
     work.write_bytes(SHARDS_KEY, json.dumps([asdict(s) for s in shards]).encode())

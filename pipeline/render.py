@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 from pipeline import storage
 from pipeline.plan import Shard
 from pipeline.progress import QUIET, Progress
-from pipeline.sitemap_xml import URLSET_FOOTER, URLSET_HEADER
+from pipeline.sitemap_xml import URLSET_FOOTER
 
 log = logging.getLogger(__name__)
 
@@ -124,9 +124,8 @@ def render(planned_uri: str, shards: list[Shard], out_uri: str, *,
     todo = [s for s in mine if s.key not in skip_keys]
     skipped = [s for s in mine if s.key in skip_keys]
     results = [RenderedFile(key=s.key, section=s.section, shard=s.shard, urls=s.urls,
-                            bytes=len(URLSET_HEADER) + s.body_bytes + len(URLSET_FOOTER),
-                            gzip_bytes=-1, sha256="", lastmod=s.lastmod, written=False)
-               for s in skipped]
+                            bytes=s.bytes, gzip_bytes=-1, sha256="", lastmod=s.lastmod,
+                            written=False) for s in skipped]
     if todo:
         progress.step("render")
         out = storage.open_storage(out_uri)
@@ -167,7 +166,7 @@ def _write_shards(pf: pq.ParquetFile, shards: list[Shard], todo: set[str],
                   if group_start[g] < end and group_start[g + 1] > first]
         sink = _GzipSink(out, shard.key)
         try:
-            sink.write(URLSET_HEADER.encode())
+            sink.write(shard.header.encode())
             row = group_start[groups[0]]
             for batch in pf.iter_batches(batch_size=_BATCH_ROWS, row_groups=groups,
                                          columns=["section", "shard", "line"], use_threads=True):
@@ -185,9 +184,8 @@ def _write_shards(pf: pq.ParquetFile, shards: list[Shard], todo: set[str],
         except BaseException as exc:
             sink.abort(exc)
             raise
-        expected = len(URLSET_HEADER) + shard.body_bytes + len(URLSET_FOOTER)
-        if sink.raw != expected:  # plan and render disagree: never publish such a file
-            raise RuntimeError(f"{shard.key}: wrote {sink.raw} bytes, planned {expected}")
+        if sink.raw != shard.bytes:  # plan and render disagree: never publish such a file
+            raise RuntimeError(f"{shard.key}: wrote {sink.raw} bytes, planned {shard.bytes}")
         results.append(RenderedFile(key=shard.key, section=shard.section, shard=shard.shard,
                                     urls=shard.urls, bytes=sink.raw, gzip_bytes=sink.gz,
                                     sha256=sha, lastmod=shard.lastmod, written=True))

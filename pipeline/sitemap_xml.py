@@ -14,13 +14,23 @@ XML_DECLARATION = '<?xml version="1.0" encoding="UTF-8"?>\n'
 SITEMAP_NS = "http://www.sitemaps.org/schemas/sitemap/0.9"
 URLSET_HEADER = XML_DECLARATION + f'<urlset xmlns="{SITEMAP_NS}">\n'
 URLSET_FOOTER = "</urlset>\n"
+
+
+def urlset_header(namespaces: Iterable[str] = ()) -> str:
+    """The file's opening, declaring only the extension namespaces it uses."""
+    from pipeline.extensions import NAMESPACES
+
+    decl = "".join(f' xmlns:{p}="{NAMESPACES[p]}"' for p in sorted(namespaces))
+    return XML_DECLARATION + f'<urlset xmlns="{SITEMAP_NS}"{decl}>\n'
+
+
+def max_urlset_overhead() -> int:
+    """Bytes outside the <url> lines of a file that declares every namespace."""
+    from pipeline.extensions import NAMESPACES
+
+    return len(urlset_header(NAMESPACES).encode()) + len(URLSET_FOOTER.encode())
 #: Bumped when the rendering changes, so that every shard key changes with it.
 FORMAT_VERSION = "1"
-
-
-def urlset_overhead() -> int:
-    """Bytes of a sitemap file outside its <url> lines."""
-    return len(URLSET_HEADER.encode()) + len(URLSET_FOOTER.encode())
 
 
 def sitemap_index(entries: Iterable[tuple[str, str | None]]) -> bytes:

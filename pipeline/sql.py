@@ -42,6 +42,7 @@ def connect(memory_limit: str | None = None, threads: int | None = None,
     spill = temp_dir or os.path.join(tempfile.gettempdir(), "sitemaps-duckdb")
     os.makedirs(spill, exist_ok=True)
     con.execute("SET temp_directory = ?", [spill])
+    con.execute(load_sql("url_line"))  # the rendering macros, used by several stages
     return con
 
 

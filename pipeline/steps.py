@@ -203,7 +203,6 @@ def publish_step(ctx: dict[str, Any], render_uris: list[str]) -> dict[str, Any]:
     from pipeline.diff import save_state
     from pipeline.plan import load_shards
     from pipeline.publish import LiveState
-    from pipeline.sitemap_xml import urlset_overhead
 
     loaded, diffed, planned = _read(ctx, "load.json"), _read(ctx, "diff.json"), _read(ctx, "plan.json")
     written: dict[str, RenderedFile] = {}
@@ -213,9 +212,8 @@ def publish_step(ctx: dict[str, Any], render_uris: list[str]) -> dict[str, Any]:
             written[d["key"]] = RenderedFile(**d)
     shards = load_shards(planned["shards_uri"])
     files = [written.get(s.key) or RenderedFile(
-        key=s.key, section=s.section, shard=s.shard, urls=s.urls,
-        bytes=s.body_bytes + urlset_overhead(), gzip_bytes=-1, sha256="", lastmod=s.lastmod,
-        written=False) for s in shards]
+        key=s.key, section=s.section, shard=s.shard, urls=s.urls, bytes=s.bytes, gzip_bytes=-1,
+        sha256="", lastmod=s.lastmod, written=False) for s in shards]
     missing = [s.key for s in shards if s.key not in written and s.key not in set(ctx["live_keys"])]
     if missing:
         raise RuntimeError(f"{len(missing)} shard(s) were never rendered, e.g. {missing[0]}")
@@ -223,7 +221,8 @@ def publish_step(ctx: dict[str, Any], render_uris: list[str]) -> dict[str, Any]:
     counts = {
         "input_rows": loaded["input_rows"], "rejected": loaded["rejected"],
         "rejected_rows": loaded["rejected_rows"], "dropped_fields": loaded["dropped_fields"],
-        **{k: diffed[k] for k in ("added", "changed", "unchanged", "removed", "lastmod_clamped")},
+        **{k: diffed[k] for k in ("added", "changed", "unchanged", "removed", "lastmod_clamped",
+                                  "news_articles")},
         "shards_written": len(written), "shards_reused": len(shards) - len(written),
         "shards_removed": len(live_keys - {s.key for s in shards}),
         "shards_split": planned["split"], "shards_merged": planned["merged"],

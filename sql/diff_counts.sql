@@ -5,5 +5,6 @@ SELECT
     count(*) FILTER (WHERE status = 'changed') AS changed,
     count(*) FILTER (WHERE status = 'unchanged') AS unchanged,
     (SELECT count(*) FROM previous_rows ANTI JOIN diffed USING (url)) AS removed,
-    count(*) FILTER (WHERE lastmod_clamped) AS lastmod_clamped
+    count(*) FILTER (WHERE lastmod_clamped) AS lastmod_clamped,
+    count(*) FILTER (WHERE is_news) AS news_articles
 FROM diffed;

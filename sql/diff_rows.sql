@@ -7,15 +7,29 @@
 -- $run_time and flagged); otherwise the time the fingerprint last changed, which
 -- is $run_time for an added or changed row and the previous lastmod for an
 -- unchanged one. Everything is truncated to the second.
--- Parameters: $run_time (TIMESTAMPTZ, the run's logical time).
+-- News: a row whose news article was published within $news_max_age_days of
+-- $run_time gets its <news:news> element and moves to the $news_section section
+-- (the news sitemaps); older articles stay in their own section, without it.
+-- ext: the entry's extension XML (from load) plus the news element.
+-- Parameters: $run_time (TIMESTAMPTZ, the run's logical time), $news_section,
+-- $news_max_age_days.
 CREATE OR REPLACE TABLE diffed AS
 WITH cur AS (
     SELECT
         *,
         md5(concat_ws('|',
-            coalesce(content_hash, concat_ws('|', url, changefreq, priority::VARCHAR)),
+            coalesce(content_hash, concat_ws('|', url, changefreq, priority::VARCHAR, ext_xml)),
             strftime(lastmod, '%Y-%m-%dT%H:%M:%S'))) AS fingerprint,
-        coalesce(lastmod > $run_time, false) AS lastmod_clamped
+        coalesce(lastmod > $run_time, false) AS lastmod_clamped,
+        CASE WHEN news_date BETWEEN $run_time - to_days($news_max_age_days) AND $run_time
+                  AND news_name IS NOT NULL AND news_language IS NOT NULL
+                  AND news_title IS NOT NULL
+             THEN '<news:news><news:publication><news:name>' || xml_escape(news_name)
+                  || '</news:name><news:language>' || xml_escape(news_language)
+                  || '</news:language></news:publication><news:publication_date>'
+                  || w3c_time(news_date) || '</news:publication_date><news:title>'
+                  || xml_escape(news_title) || '</news:title></news:news>'
+        END AS news_xml
     FROM current_rows
 ),
 joined AS (
@@ -41,7 +55,9 @@ classified AS (
 )
 SELECT
     url,
-    section,
+    CASE WHEN news_xml IS NOT NULL THEN $news_section ELSE section END AS section,
+    coalesce(ext_xml, '') || coalesce(news_xml, '') AS ext,
+    news_xml IS NOT NULL AS is_news,
     changefreq,
     priority,
     fingerprint,

@@ -37,5 +37,13 @@ SELECT
     changefreq_invalid,
     priority,
     priority_invalid,
-    content_hash
+    content_hash,
+    ext_xml,
+    images_dropped,
+    videos_dropped,
+    alternates_dropped,
+    news_name,
+    news_language,
+    news_date,
+    news_title
 FROM checked;

@@ -2,7 +2,7 @@
 -- Reads `packed` and `shard_numbers` (group_id, sub, shard, made by pipeline.plan).
 -- Parameters: none.
 SELECT p.section, n.shard, p.url, p.lastmod,
-       url_line(p.url, p.lastmod, p.changefreq, p.priority) AS line, p.line_bytes, p.fingerprint,
+       url_line(p.url, p.lastmod, p.changefreq, p.priority, p.ext) AS line, p.line_bytes, p.fingerprint,
        p.first_seen, p.last_changed, p.status
 FROM packed p
 JOIN shard_numbers n USING (group_id, sub)

@@ -22,5 +22,10 @@ SELECT
     lastmod,
     changefreq,
     priority,
-    content_hash
+    content_hash,
+    ext_xml,
+    news_name,
+    news_language,
+    news_date,
+    news_title
 FROM rest;

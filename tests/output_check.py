@@ -16,7 +16,20 @@ from pipeline import storage
 
 SCHEMAS = Path(__file__).resolve().parent.parent.parent / "shared" / "schemas"
 NS = {"sm": "http://www.sitemaps.org/schemas/sitemap/0.9"}
+XHTML = "http://www.w3.org/1999/xhtml"
 _schemas: dict[str, etree.XMLSchema] = {}
+
+
+def check_hreflang(doc: etree._Element) -> None:
+    """Google's hreflang rules: rel=alternate, hreflang and href set, each URL lists itself."""
+    for url in doc.iterfind("sm:url", NS):
+        links = url.findall("{%s}link" % XHTML)
+        if not links:
+            continue
+        loc = url.findtext("sm:loc", namespaces=NS)
+        assert all(lk.get("rel") == "alternate" and lk.get("hreflang") and lk.get("href")
+                   for lk in links)
+        assert loc in {lk.get("href") for lk in links}, f"{loc} does not list itself"
 
 
 def schema(name: str) -> etree.XMLSchema:
@@ -32,6 +45,7 @@ class Output:
     lastmods: dict[str, str | None] = field(default_factory=dict)
     files: dict[str, list[str]] = field(default_factory=dict)  # key -> its locs
     raw_sizes: dict[str, int] = field(default_factory=dict)
+    namespaces: dict[str, set[str]] = field(default_factory=dict)
 
 
 def read_output(out_uri: str, *, max_urls: int = 50_000, max_bytes: int = 52_428_800,
@@ -64,7 +78,14 @@ def read_output(out_uri: str, *, max_urls: int = 50_000, max_bytes: int = 52_428
         raw = gzip.decompress(gz)
         assert len(raw) == entry["bytes"] <= max_bytes
         doc = etree.fromstring(raw)
-        schema("sitemap.xsd").assertValid(doc)
+        check_hreflang(doc)
+        used = {etree.QName(e).namespace for e in doc.iter()} - {NS["sm"]}
+        declared = {uri for prefix, uri in doc.nsmap.items() if prefix is not None}
+        assert used == declared, f"{key}: namespaces declared {declared}, used {used}"
+        result.namespaces[key] = used
+        for link in doc.iterfind(".//{%s}link" % XHTML):  # no schema for xhtml:link
+            link.getparent().remove(link)
+        schema("all.xsd" if used else "sitemap.xsd").assertValid(doc)
         locs = [e.text for e in doc.iterfind("sm:url/sm:loc", NS)]
         assert 0 < len(locs) == entry["urls"] <= max_urls
         result.files[key] = locs

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import duckdb
 import pyarrow as pa
@@ -39,10 +39,15 @@ def test_valid_rows_sections(con: duckdb.DuckDBPyConnection) -> None:
     con.register("classified", pa.table({
         "url": urls, "reason": [None] * len(urls), "lastmod": [None] * len(urls),
         "changefreq": [None] * len(urls), "priority": [None] * len(urls),
-        "content_hash": [None] * len(urls),
+        "content_hash": [None] * len(urls), "ext_xml": [""] * len(urls),
+        **{c: [None] * len(urls) for c in ("news_name", "news_language", "news_title")},
+        "news_date": [None] * len(urls),
     }, schema=pa.schema([("url", pa.string()), ("reason", pa.string()),
                          ("lastmod", pa.timestamp("s", tz="UTC")), ("changefreq", pa.string()),
-                         ("priority", pa.float64()), ("content_hash", pa.string())])))
+                         ("priority", pa.float64()), ("content_hash", pa.string()),
+                         ("ext_xml", pa.string()), ("news_name", pa.string()),
+                         ("news_language", pa.string()), ("news_title", pa.string()),
+                         ("news_date", pa.timestamp("s", tz="UTC"))])))
     def sections(depth: int) -> dict[str, str]:
         return {r[0]: r[1] for r in con.sql(sql.load_sql("valid_rows"), params={
             "site_prefix": p, "section_depth": depth}).fetchall()}
@@ -63,10 +68,17 @@ def test_diff_rows_lastmod_rules(con: duckdb.DuckDBPyConnection) -> None:
         "section": ["s"] * 5,
         "lastmod": [None, None, None, future, inv_lastmod],
         "changefreq": [None] * 5, "priority": [None] * 5,
-        "content_hash": ["a", "b2", "c", "d", "e"],
+        "content_hash": ["a", "b2", "c", "d", "e"], "ext_xml": [""] * 5,
+        "news_name": ["Daily", None, "Daily", None, None], "news_language": ["en"] * 5,
+        "news_date": [T - timedelta(days=3), None, T - timedelta(hours=5), None, None],
+        "news_title": ["Old", None, "Fresh & new", None, None],
     }, schema=pa.schema([("url", pa.string()), ("section", pa.string()),
                          ("lastmod", pa.timestamp("s", tz="UTC")), ("changefreq", pa.string()),
-                         ("priority", pa.float64()), ("content_hash", pa.string())])))
+                         ("priority", pa.float64()), ("content_hash", pa.string()),
+                         ("ext_xml", pa.string()), ("news_name", pa.string()),
+                         ("news_language", pa.string()),
+                         ("news_date", pa.timestamp("s", tz="UTC")),
+                         ("news_title", pa.string())])))
     fp = {u: con.sql("SELECT md5(concat_ws('|', $h, NULL))", params={"h": h}).fetchall()[0][0]
           for u, h in [("same", "a"), ("changed", "b1")]}
     con.register("previous_rows", pa.table({
@@ -74,7 +86,8 @@ def test_diff_rows_lastmod_rules(con: duckdb.DuckDBPyConnection) -> None:
         "fingerprint": [fp["same"], fp["changed"], "x"],
         "lastmod": [EARLIER] * 3, "first_seen": [EARLIER] * 3, "last_changed": [EARLIER] * 3,
     }))
-    con.execute(sql.load_sql("diff_rows"), {"run_time": T})
+    con.execute(sql.load_sql("diff_rows"), {"run_time": T, "news_section": "google-news",
+                                            "news_max_age_days": 2})
     got = {r[0]: r[1:] for r in con.sql(
         "SELECT url, status, lastmod, lastmod_clamped, first_seen FROM diffed").fetchall()}
     assert got["same"] == ("unchanged", EARLIER, False, EARLIER)
@@ -82,15 +95,22 @@ def test_diff_rows_lastmod_rules(con: duckdb.DuckDBPyConnection) -> None:
     assert got["new"] == ("added", T, False, T)
     assert got["future"] == ("added", T, True, T)
     assert got["given"] == ("added", inv_lastmod, False, T)
+    news = dict(con.sql("SELECT url, section || ' ' || ext FROM diffed").fetchall())
+    assert news["same"] == "s "  # published three days ago: no longer news
+    assert news["new"] == (
+        "google-news <news:news><news:publication><news:name>Daily</news:name><news:language>"
+        "en</news:language></news:publication><news:publication_date>2026-12-01T22:00:00Z"
+        "</news:publication_date><news:title>Fresh &amp; new</news:title></news:news>")
     counts = sql.first_row(con, sql.load_sql("diff_counts"))
     assert counts == {"added": 3, "changed": 1, "unchanged": 1, "removed": 1,
-                      "lastmod_clamped": 1}
+                      "lastmod_clamped": 1, "news_articles": 1}
 
 
 def test_url_line_escapes_and_formats(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(sql.load_sql("url_line"))
-    got = con.sql("SELECT url_line($u, $t, 'daily', 0.5), url_line('https://e.com/b', NULL, NULL, "
-                  "1.0)", params={"u": "https://e.com/a?x=1&y='2'", "t": T}).fetchall()[0]
+    got = con.sql("SELECT url_line($u, $t, 'daily', 0.5, ''), url_line('https://e.com/b', NULL, "
+                  "NULL, 1.0, NULL)", params={"u": "https://e.com/a?x=1&y='2'", "t": T}
+                  ).fetchall()[0]
     assert got == (
         "<url><loc>https://e.com/a?x=1&amp;y=&apos;2&apos;</loc>"
         "<lastmod>2026-12-02T03:00:00Z</lastmod><changefreq>daily</changefreq>"

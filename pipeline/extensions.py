@@ -1,0 +1,139 @@
+"""Google's sitemap extensions: images, videos, news and hreflang alternates.
+
+The load stage asks `extension_columns` for SQL expressions (code constants,
+chosen by the inventory's column and struct field names) that render each
+row's extension XML; the diff stage adds the news element, which depends on
+the run's time. Namespaces are declared only in files that use them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pipeline.errors import InventoryError
+from pipeline.limits import MAX_IMAGES_PER_URL
+
+NAMESPACES = {
+    "image": "http://www.google.com/schemas/sitemap-image/1.1",
+    "video": "http://www.google.com/schemas/sitemap-video/1.1",
+    "news": "http://www.google.com/schemas/sitemap-news/0.9",
+    "xhtml": "http://www.w3.org/1999/xhtml",
+}
+#: The marker each namespace's elements start with inside a <url> line.
+NAMESPACE_MARKERS = {"image": "<image:image>", "video": "<video:video>",
+                     "news": "<news:news>", "xhtml": "<xhtml:link "}
+#: News articles older than this (days, against the run's time) leave the news sitemaps.
+NEWS_MAX_AGE_DAYS = 2
+#: The section that holds the news sitemaps (at most 1,000 URLs per file).
+NEWS_SECTION = "google-news"
+
+_IMAGE_FIELDS = ("loc", "caption", "geo_location", "title", "license")  # XSD order
+_VIDEO_TEXT = ("thumbnail_loc", "title", "description", "content_loc", "player_loc")
+_VIDEO_LATER = ("duration", "expiration_date", "rating", "view_count", "publication_date",
+                "family_friendly")
+
+
+def _fields(duck_type: Any, column: str, *, list_of: bool) -> set[str]:
+    t = duck_type
+    if list_of:
+        if t.id != "list":
+            raise InventoryError(f"the inventory's `{column}` column is {t}; it must be a list "
+                                 "of structs")
+        t = t.children[0][1]
+    if t.id != "struct":
+        raise InventoryError(f"the inventory's `{column}` column is {t}; it must hold structs")
+    return {name for name, _ in t.children}
+
+
+def _opt(var: str, field: str, present: set[str], element: str, value: str | None = None) -> str:
+    if field not in present:
+        return ""
+    v = value or f"xml_escape({var}.{field}::VARCHAR)"
+    return f" || coalesce('<{element}>' || {v} || '</{element}>', '')"
+
+
+def image_xml(present: set[str]) -> tuple[str, str]:
+    """(XML of the first 1,000 images, count of images dropped) for `images`."""
+    if "loc" not in present:
+        raise InventoryError("the inventory's `images` structs need a `loc` field")
+    body = "'<image:image>'" + "".join(
+        _opt("i", f, present, f"image:{f}") for f in _IMAGE_FIELDS) + " || '</image:image>'"
+    kept = f"list_filter(images, lambda i: i.loc IS NOT NULL)[1:{MAX_IMAGES_PER_URL}]"
+    xml = f"coalesce(array_to_string(list_transform({kept}, lambda i: {body}), ''), '')"
+    dropped = (f"coalesce(len(images) - len({kept}), 0)")
+    return xml, dropped
+
+
+def video_xml(present: set[str]) -> tuple[str, str]:
+    """(XML of the valid videos, count dropped for lacking required fields)."""
+    need = {"thumbnail_loc", "title", "description"}
+    if not need <= present or not {"content_loc", "player_loc"} & present:
+        raise InventoryError("the inventory's `videos` structs need thumbnail_loc, title, "
+                             "description and content_loc or player_loc")
+    either = " OR ".join(f"v.{f} IS NOT NULL" for f in ("content_loc", "player_loc")
+                         if f in present)
+    valid = (f"list_filter(videos, lambda v: v.thumbnail_loc IS NOT NULL AND v.title IS NOT "
+             f"NULL AND v.description IS NOT NULL AND ({either}))")
+    body = "'<video:video>'" + "".join(_opt("v", f, present, f"video:{f}") for f in _VIDEO_TEXT)
+    for f in _VIDEO_LATER:
+        if f == "duration":
+            body += _opt("v", f, present, "video:duration",
+                         "CASE WHEN v.duration::INTEGER BETWEEN 1 AND 28800 "
+                         "THEN v.duration::INTEGER::VARCHAR END")
+        elif f in ("expiration_date", "publication_date"):
+            body += _opt("v", f, present, f"video:{f}", f"w3c_time(v.{f}::TIMESTAMPTZ)")
+        elif f == "family_friendly":
+            body += _opt("v", f, present, "video:family_friendly",
+                         "CASE WHEN v.family_friendly THEN 'yes' ELSE 'no' END")
+        else:
+            body += _opt("v", f, present, f"video:{f}")
+    body += " || '</video:video>'"
+    xml = f"coalesce(array_to_string(list_transform({valid}, lambda v: {body}), ''), '')"
+    return xml, f"coalesce(len(videos) - len({valid}), 0)"
+
+
+def alternates_xml(present: set[str]) -> tuple[str, str]:
+    """(hreflang links, 1 when dropped because the URL is not among its own alternates)."""
+    if not {"hreflang", "href"} <= present:
+        raise InventoryError("the inventory's `alternates` structs need hreflang and href")
+    valid = "list_filter(alternates, lambda a: a.hreflang IS NOT NULL AND a.href IS NOT NULL)"
+    lists_self = f"list_contains(list_transform({valid}, lambda a: a.href), url)"
+    link = ("'<xhtml:link rel=\"alternate\" hreflang=\"' || xml_escape(a.hreflang) || "
+            "'\" href=\"' || xml_escape(a.href) || '\"/>'")
+    xml = (f"CASE WHEN {lists_self} THEN array_to_string(list_transform({valid}, "
+           f"lambda a: {link}), '') ELSE '' END")
+    dropped = f"CASE WHEN len({valid}) > 0 AND NOT {lists_self} THEN 1 ELSE 0 END"
+    return xml, dropped
+
+
+def news_columns(present: set[str]) -> list[str]:
+    """The news struct's fields as columns, for the diff stage (which knows the run time)."""
+    need = {"publication_name", "language", "publication_date", "title"}
+    if not need <= present:
+        raise InventoryError("the inventory's `news` struct needs publication_name, language, "
+                             "publication_date and title")
+    return ["news.publication_name::VARCHAR AS news_name",
+            "news.language::VARCHAR AS news_language",
+            "try_cast(news.publication_date AS TIMESTAMPTZ) AS news_date",
+            "news.title::VARCHAR AS news_title"]
+
+
+def extension_columns(types: dict[str, Any]) -> list[str]:
+    """Column expressions for the typed inventory view: ext_xml, drop counts, news fields."""
+    xml, cols = [], []
+    for name, render, counter in (("images", image_xml, "images_dropped"),
+                                  ("videos", video_xml, "videos_dropped"),
+                                  ("alternates", alternates_xml, "alternates_dropped")):
+        if name in types:
+            part, dropped = render(_fields(types[name], name, list_of=True))
+            xml.append(part)
+            cols.append(f"{dropped} AS {counter}")
+        else:
+            cols.append(f"0 AS {counter}")
+    cols.append(f"{' || '.join(xml) if xml else chr(39) * 2} AS ext_xml")
+    if "news" in types:
+        cols += news_columns(_fields(types["news"], "news", list_of=False))
+    else:
+        cols += ["NULL::VARCHAR AS news_name", "NULL::VARCHAR AS news_language",
+                 "NULL::TIMESTAMPTZ AS news_date", "NULL::VARCHAR AS news_title"]
+    return cols
