@@ -4,8 +4,8 @@
 the SQL fast path (`CLEAN_URL_REGEX`) cannot prove clean, so most rows never
 reach Python. Rules, in order (the README lists them for users):
 
-1. null, empty or blank -> `empty`; surrounding whitespace is stripped.
-2. a control or XML-illegal character -> `illegal_char`.
+1. null, empty or blank -> `empty`; surrounding ASCII whitespace is stripped.
+2. a control (C0, DEL, C1) or XML-illegal character -> `illegal_char`.
 3. scheme other than http/https -> `not_http`; scheme and host are lowercased.
 4. no host, a bad port, user info, or a host IDNA cannot encode -> `bad_host`;
    an IDN host becomes punycode; the default port is dropped; the fragment too.
@@ -31,7 +31,9 @@ _PATH_UNSAFE = re.compile(r"[^A-Za-z0-9\-._~!$&'()*+,;=:@/%]+")
 #: A query may also hold "?".
 _QUERY_UNSAFE = re.compile(r"[^A-Za-z0-9\-._~!$&'()*+,;=:@/?%]+")
 _BAD_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
-_ILLEGAL = re.compile("[\x00-\x1f\x7f\ud800-\udfff\ufffe\uffff]")
+_ILLEGAL = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
+#: Stripped from both ends (only ASCII whitespace: the SQL fast paths agree on it).
+_BLANK = " \t\n\r\f\v"
 _ASCII_HOST = re.compile(r"[a-z0-9-]+(\.[a-z0-9-]+)*\.?")
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
@@ -45,7 +47,7 @@ CLEAN_URL_REGEX = (
 
 #: A URL whose path holds only unreserved characters, "/" and non-ASCII (no query):
 #: DuckDB percent-encodes it segment by segment, as normalize_url would.
-IRI_PATH_REGEX = r"https?://[a-z0-9.-]+/[A-Za-z0-9\-._~/\x{80}-\x{fffd}\x{10000}-\x{10ffff}]*"
+IRI_PATH_REGEX = r"https?://[a-z0-9.-]+/[A-Za-z0-9\-._~/\x{a0}-\x{fffd}\x{10000}-\x{10ffff}]*"
 
 #: Reason codes, the only values the rejects Parquet's `reason` column holds.
 REASONS = (
@@ -109,7 +111,7 @@ def normalize_url(raw: str | None) -> tuple[str | None, str | None]:
     """(normalised URL, None) or (None, reason code); site membership not checked."""
     if raw is None:
         return None, "empty"
-    text = raw.strip()
+    text = raw.strip(_BLANK)
     if not text:
         return None, "empty"
     if _ILLEGAL.search(text):
