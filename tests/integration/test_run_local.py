@@ -153,6 +153,11 @@ def test_missing_and_corrupt_inventory(tmp_path: Path) -> None:
     bad.write_bytes(b"PAR1 this is not parquet")
     with pytest.raises(InventoryError, match="bad.parquet"):
         run(RunOptions(inventory=str(bad), site_url=SITE, out=str(tmp_path / "out")))
+    empty = tmp_path / "zero.parquet"
+    empty.write_bytes(b"")
+    with pytest.raises(InventoryError, match="zero.parquet"):
+        run(RunOptions(inventory=str(empty), site_url=SITE, out=str(tmp_path / "out")))
+    assert not (tmp_path / "out" / "manifest.json").exists()
 
 
 def test_hive_folder_and_glob_inventory(tmp_path: Path) -> None:
