@@ -36,6 +36,8 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-reject-share", type=float, default=0.05,
                    help="fail when more than this share of rows is rejected (default 0.05)")
     p.add_argument("--force", action="store_true", help="rewrite every shard file")
+    p.add_argument("--format", choices=("xml", "txt"), default="xml",
+                   help="xml sitemaps (default) or plain-text ones, one URL a line")
     p.add_argument("--lease-seconds", type=float, default=0,
                    help="hold a lease on --out for this long (default 0: none)")
     p.add_argument("--keep-generations", type=int, default=3,
@@ -95,7 +97,7 @@ def _options(args: argparse.Namespace) -> Any:
                       args.max_sitemaps_per_index),
         run_id=args.run_id, section_depth=args.section_depth, allow_shrink=args.allow_shrink,
         shrink_threshold=args.shrink_threshold, max_reject_share=args.max_reject_share,
-        force=args.force, lease_seconds=args.lease_seconds,
+        force=args.force, lease_seconds=args.lease_seconds, format=args.format,
         keep_generations=args.keep_generations,
         gc_grace_hours=None if args.no_gc else args.gc_grace_hours)
 

@@ -63,22 +63,22 @@ def register_snapshot(con: duckdb.DuckDBPyConnection, snapshot_uri: str | None) 
 
 
 def compute_diff(con: duckdb.DuckDBPyConnection, valid_uri: str, snapshot_uri: str | None,
-                 run_time: datetime) -> dict[str, int]:
+                 run_time: datetime, with_news: bool = True) -> dict[str, int]:
     """Builds the table `diffed` in `con`; returns the counts."""
     register_parquet(con, "current_rows", [valid_uri])
     register_snapshot(con, snapshot_uri)
     con.execute(sql.load_sql("diff_rows"), {
         "run_time": run_time, "news_section": NEWS_SECTION,
-        "news_max_age_days": NEWS_MAX_AGE_DAYS})
+        "news_max_age_days": NEWS_MAX_AGE_DAYS, "with_news": with_news})
     return {k: int(v) for k, v in sql.first_row(con, sql.load_sql("diff_counts")).items()}
 
 
 def diff(valid_uri: str, snapshot_uri: str | None, run_time: datetime, work_uri: str, *,
-         con: duckdb.DuckDBPyConnection | None = None) -> DiffResult:
+         with_news: bool = True, con: duckdb.DuckDBPyConnection | None = None) -> DiffResult:
     """Diff the valid rows against the snapshot; write diffed and changed rows."""
     started = time.monotonic()
     con = con or sql.connect()
-    counts = compute_diff(con, valid_uri, snapshot_uri, run_time)
+    counts = compute_diff(con, valid_uri, snapshot_uri, run_time, with_news)
     work = storage.open_storage(work_uri)
     diffed_uri = write_parquet(con.sql("SELECT * FROM diffed"), work, DIFFED_KEY)
     changes_uri = write_parquet(con.sql(sql.load_sql("changed_rows")), work, CHANGES_KEY)

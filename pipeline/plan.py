@@ -40,6 +40,8 @@ SHARDS_KEY = "shards.json"
 SPLIT_FILL = 0.75
 #: A shard below this share of the limits is merged into its predecessor if they fit.
 MERGE_BELOW = 0.10
+#: Output formats: XML sitemaps (with extensions) or plain-text sitemaps.
+FORMATS = ("xml", "txt")
 #: Folder of the shard files, below the output root.
 SHARDS_FOLDER = "sitemaps"
 
@@ -56,20 +58,26 @@ class Shard:
     digest: str
     changed_rows: int
     namespaces: list[str] = field(default_factory=list)
+    #: "xml" (a <urlset>) or "txt" (one URL a line, the protocol's text format).
+    format: str = "xml"
 
     @property
     def header(self) -> str:
-        return urlset_header(self.namespaces)
+        return urlset_header(self.namespaces) if self.format == "xml" else ""
+
+    @property
+    def footer(self) -> str:
+        return URLSET_FOOTER if self.format == "xml" else ""
 
     @property
     def bytes(self) -> int:
         """Uncompressed size of the file."""
-        return len(self.header) + self.body_bytes + len(URLSET_FOOTER)
+        return len(self.header) + self.body_bytes + len(self.footer)
 
     @property
     def key(self) -> str:
         """Its key below the output root: section, number and a content digest."""
-        return f"{SHARDS_FOLDER}/{self.section}-{self.shard:05d}-{self.digest}.xml.gz"
+        return f"{SHARDS_FOLDER}/{self.section}-{self.shard:05d}-{self.digest}.{self.format}.gz"
 
     @property
     def uid(self) -> str:
@@ -163,13 +171,16 @@ def _number_shards(con: duckdb.DuckDBPyConnection, groups: list[dict[str, Any]])
 
 
 def plan(diffed_uri: str, snapshot_uri: str | None, work_uri: str, limits: Limits, *,
-         con: duckdb.DuckDBPyConnection | None = None) -> PlanResult:
+         output_format: str = "xml", con: duckdb.DuckDBPyConnection | None = None
+         ) -> PlanResult:
     """Assign every row a shard; write the planned rows and the shard list."""
+    if output_format not in FORMATS:
+        raise ConfigError(f"--format must be one of {', '.join(FORMATS)}, not {output_format!r}")
     started = time.monotonic()
     con = con or sql.connect()
     register_parquet(con, "diffed", [diffed_uri])
     register_snapshot(con, snapshot_uri)
-    con.execute(sql.load_sql("assign_shards"))
+    con.execute(sql.load_sql("assign_shards"), {"format": output_format})
     stats = con.sql(sql.load_sql("base_shard_stats")).fetchall()
     groups, split, merged = _groups(stats, limits, first_run=snapshot_uri is None)
     # A merged shard's rows join its predecessor's group.
@@ -184,14 +195,16 @@ def plan(diffed_uri: str, snapshot_uri: str | None, work_uri: str, limits: Limit
     con.register("shard_groups", group_table)
     con.execute(sql.load_sql("pack_shards"))
     con.register("shard_numbers", _number_shards(con, groups))
-    con.execute("CREATE OR REPLACE TABLE planned AS " + sql.load_sql("planned_rows"))
+    con.execute("CREATE OR REPLACE TABLE planned AS " + sql.load_sql("planned_rows"),
+                {"format": output_format})
     shards = []
     for s, n, u, b, lm, d, c, *uses in con.sql(sql.load_sql("shard_summary")).fetchall():
         namespaces = [ns for ns, used in zip(("image", "video", "news", "xhtml"), uses,
                                              strict=True) if used]
+        header = urlset_header(namespaces) if output_format == "xml" else "txt"
         shards.append(Shard(section=s, shard=int(n), urls=int(u), body_bytes=int(b),
-                            lastmod=_w3c(lm), digest=shard_digest(d, urlset_header(namespaces)),
-                            changed_rows=int(c), namespaces=namespaces))
+                            lastmod=_w3c(lm), digest=shard_digest(d, header),
+                            changed_rows=int(c), namespaces=namespaces, format=output_format))
     work = storage.open_storage(work_uri)
     planned_uri = write_parquet(con.sql("SELECT * FROM planned"), work, PLANNED_KEY)
     work.write_bytes(SHARDS_KEY, json.dumps([asdict(s) for s in shards]).encode())

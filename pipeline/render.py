@@ -21,7 +21,6 @@ import pyarrow.parquet as pq
 from pipeline import storage
 from pipeline.plan import Shard
 from pipeline.progress import QUIET, Progress
-from pipeline.sitemap_xml import URLSET_FOOTER
 
 log = logging.getLogger(__name__)
 
@@ -179,7 +178,7 @@ def _write_shards(pf: pq.ParquetFile, shards: list[Shard], todo: set[str],
                 row += batch.num_rows
                 if row >= end:
                     break
-            sink.write(URLSET_FOOTER.encode())
+            sink.write(shard.footer.encode())
             sha = sink.close()
         except BaseException as exc:
             sink.abort(exc)

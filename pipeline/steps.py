@@ -60,6 +60,8 @@ class RunOptions:
     #: Garbage collection after the commit: generations kept, grace hours (None: no gc).
     keep_generations: int = 3
     gc_grace_hours: float | None = 48.0
+    #: "xml" sitemaps, or "txt": plain-text sitemaps (one URL a line, same limits).
+    format: str = "xml"
     #: Diff against this snapshot instead of the live generation's (dry runs from a state URI).
     compare_snapshot: str | None = None
 
@@ -96,7 +98,7 @@ def begin(opts: RunOptions) -> dict[str, Any]:
         "limits": asdict(opts.limits), "section_depth": opts.section_depth,
         "allow_shrink": opts.allow_shrink, "shrink_threshold": opts.shrink_threshold,
         "max_reject_share": opts.max_reject_share, "force": opts.force,
-        "lease": bool(opts.lease_seconds), "keep_generations": opts.keep_generations,
+        "lease": bool(opts.lease_seconds), "format": opts.format, "keep_generations": opts.keep_generations,
         "gc_grace_hours": opts.gc_grace_hours, "warnings": warnings,
     }
     log.info("begin: generation %s, live generation %s", generation, live.generation or "none")
@@ -147,7 +149,7 @@ def diff_step(ctx: dict[str, Any]) -> dict[str, Any]:
 
     loaded = _read(ctx, "load.json")
     result = diff(loaded["valid_uri"], ctx["snapshot"], datetime.fromisoformat(ctx["run_time"]),
-                  ctx["work"])
+                  ctx["work"], with_news=ctx["format"] == "xml")
     counts = {**result.counts(), "seconds": round(result.seconds, 3)}
     _save(ctx, "diff.json", {**counts, "diffed_uri": result.diffed_uri,
                              "changes_uri": result.changes_uri})
@@ -160,7 +162,8 @@ def plan_step(ctx: dict[str, Any], batch_bytes: int = DEFAULT_RENDER_BATCH_BYTES
     from pipeline.plan import plan
 
     diffed = _read(ctx, "diff.json")
-    result = plan(diffed["diffed_uri"], ctx["snapshot"], ctx["work"], Limits(**ctx["limits"]))
+    result = plan(diffed["diffed_uri"], ctx["snapshot"], ctx["work"], Limits(**ctx["limits"]),
+                  output_format=ctx["format"])
     skip = set() if ctx["force"] else set(ctx["live_keys"])
     batches: list[list[str]] = []
     size = 0

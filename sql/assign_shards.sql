@@ -5,7 +5,7 @@
 -- section's first shard go to that first shard; a new section has no base shard.
 -- The line itself is rendered again in file order (planned_rows), so the sorts
 -- in between carry narrow rows.
--- Parameters: none.
+-- Parameters: $format ('xml', or 'txt': a line is the URL alone).
 CREATE OR REPLACE TABLE assigned AS
 WITH bounds AS (
     SELECT section, shard, min(url) AS lower
@@ -24,7 +24,9 @@ SELECT
     d.changefreq,
     d.priority,
     d.ext,
-    strlen(url_line(d.url, d.lastmod, d.changefreq, d.priority, d.ext)) AS line_bytes,
+    strlen(CASE WHEN $format = 'txt' THEN d.url || chr(10)
+                ELSE url_line(d.url, d.lastmod, d.changefreq, d.priority, d.ext) END
+    ) AS line_bytes,
     coalesce(b.shard, f.first_shard) AS base_shard,
     d.fingerprint,
     d.first_seen,

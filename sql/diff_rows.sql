@@ -12,7 +12,7 @@
 -- (the news sitemaps); older articles stay in their own section, without it.
 -- ext: the entry's extension XML (from load) plus the news element.
 -- Parameters: $run_time (TIMESTAMPTZ, the run's logical time), $news_section,
--- $news_max_age_days.
+-- $news_max_age_days, $with_news (false for plain-text sitemaps, which have no news).
 CREATE OR REPLACE TABLE diffed AS
 WITH cur AS (
     SELECT
@@ -21,7 +21,7 @@ WITH cur AS (
             coalesce(content_hash, concat_ws('|', url, changefreq, priority::VARCHAR, ext_xml)),
             strftime(lastmod, '%Y-%m-%dT%H:%M:%S'))) AS fingerprint,
         coalesce(lastmod > $run_time, false) AS lastmod_clamped,
-        CASE WHEN news_date BETWEEN $run_time - to_days($news_max_age_days) AND $run_time
+        CASE WHEN $with_news AND news_date BETWEEN $run_time - to_days($news_max_age_days) AND $run_time
                   AND news_name IS NOT NULL AND news_language IS NOT NULL
                   AND news_title IS NOT NULL
              THEN '<news:news><news:publication><news:name>' || xml_escape(news_name)

@@ -198,3 +198,19 @@ def test_timestamp_column(tmp_path: Path) -> None:
     run(RunOptions(inventory=str(tmp_path / "inv.parquet"), site_url=SITE,
                    out=str(tmp_path / "out")))
     assert read_output(str(tmp_path / "out")).lastmods[f"{SITE}a/1"] == "2026-01-02T03:04:05Z"
+
+
+def test_plain_text_sitemaps(tmp_path: Path) -> None:
+    urls = [f"{SITE}a/{i:03d}?x=1&y=2" for i in range(25)] + [f"{SITE}b/é"]
+    _run(tmp_path, urls, limits=Limits(max_urls=10), format="txt")
+    import json
+
+    out = tmp_path / "out"
+    manifest = json.loads((out / "manifest.json").read_text())
+    lines: list[str] = []
+    for s in manifest["sitemaps"]:
+        assert s["key"].endswith(".txt.gz") and s["urls"] <= 10
+        body = gzip.decompress((out / s["key"]).read_bytes()).decode()
+        assert len(body.encode()) == s["bytes"] and body.endswith("\n")
+        lines += body.splitlines()
+    assert sorted(lines) == sorted(urls[:-1] + [f"{SITE}b/%C3%A9"])
