@@ -24,9 +24,15 @@ def run(opts: RunOptions, progress: Progress = QUIET) -> dict[str, Any]:
     started = time.monotonic()
     ctx = steps.begin(opts)
     try:
-        seconds = {"load": steps.load_step(ctx, progress)["seconds"],
-                   "diff": steps.diff_step(ctx)["seconds"],
-                   "plan": steps.plan_step(ctx)["seconds"]}
+        seconds = {"load": steps.load_step(ctx, progress)["seconds"]}
+        progress.step("diff against the live generation")
+        diffed = steps.diff_step(ctx)
+        progress.done(f"{diffed['added']:,} added, {diffed['changed']:,} changed, "
+                      f"{diffed['removed']:,} removed")
+        progress.step("plan shards")
+        planned = steps.plan_step(ctx)
+        progress.done(f"{planned['shards']:,} shards, {planned['to_render']:,} to write")
+        seconds.update(diff=diffed["seconds"], plan=planned["seconds"])
         t = time.monotonic()
         rendered = steps.render_step(ctx, None, progress=progress)
         seconds["render"] = round(time.monotonic() - t, 3)
