@@ -209,7 +209,8 @@ def load(inventory: str, site_url: str, work_uri: str, *, section_depth: int = 1
     con.sql(f"SELECT {', '.join(_typed_columns(types, duck_types))} FROM inventory_raw").create_view(
         "inventory_typed", replace=True)
     con.create_function("check_url", _check_url_batch, ["VARCHAR", "VARCHAR"], "VARCHAR",
-                        type="arrow", null_handling="special", side_effects=False)
+                        type="arrow", null_handling="special",  # type: ignore[call-overload]
+                        side_effects=False)
     try:
         con.execute(sql.load_sql("normalize_inventory"), {
             "site_prefix": site.prefix, "clean_regex": CLEAN_URL_REGEX, "iri_regex": IRI_PATH_REGEX,

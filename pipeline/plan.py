@@ -27,9 +27,9 @@ from pipeline import sql, storage
 from pipeline.config import Limits
 from pipeline.diff import register_snapshot
 from pipeline.errors import ConfigError
-from pipeline.load import register_parquet, write_parquet
 from pipeline.extensions import NEWS_SECTION
 from pipeline.limits import MAX_URLS_PER_NEWS_SITEMAP
+from pipeline.load import register_parquet, write_parquet
 from pipeline.sitemap_xml import FORMAT_VERSION, URLSET_FOOTER, urlset_header
 
 log = logging.getLogger(__name__)

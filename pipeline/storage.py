@@ -8,6 +8,7 @@ use "/" separators.
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import fcntl
 import functools
@@ -89,7 +90,9 @@ class Storage:
     def uri(self, key: str) -> str:
         return join(self.root, key) if key else self.root
 
-    def open_write(self, key: str, *, cache_control: str | None = None) -> IO[bytes]:
+    def open_write(self, key: str, *, cache_control: str | None = None
+                   ) -> contextlib.AbstractContextManager[IO[bytes]]:
+        """A file to write `key` through; the object appears only when the block ends well."""
         raise NotImplementedError
 
     def open_read(self, key: str) -> IO[bytes]:
@@ -447,7 +450,7 @@ class S3Storage(Storage):
                                      modified=obj["LastModified"])
 
     def delete(self, keys: Iterable[str]) -> int:
-        batch: list[str] = []
+        batch: builtins.list[str] = []
         n = 0
         for key in keys:
             batch.append(key)
@@ -458,7 +461,7 @@ class S3Storage(Storage):
             n += self._delete_batch(batch)
         return n
 
-    def _delete_batch(self, keys: list[str]) -> int:
+    def _delete_batch(self, keys: builtins.list[str]) -> int:
         with self._errors(keys[0]):
             self.client.delete_objects(
                 Bucket=self.bucket,

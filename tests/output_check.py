@@ -23,7 +23,7 @@ _schemas: dict[str, etree.XMLSchema] = {}
 def check_hreflang(doc: etree._Element) -> None:
     """Google's hreflang rules: rel=alternate, hreflang and href set, each URL lists itself."""
     for url in doc.iterfind("sm:url", NS):
-        links = url.findall("{%s}link" % XHTML)
+        links = url.findall(f"{{{XHTML}}}link")
         if not links:
             continue
         loc = url.findtext("sm:loc", namespaces=NS)
@@ -83,7 +83,7 @@ def read_output(out_uri: str, *, max_urls: int = 50_000, max_bytes: int = 52_428
         declared = {uri for prefix, uri in doc.nsmap.items() if prefix is not None}
         assert used == declared, f"{key}: namespaces declared {declared}, used {used}"
         result.namespaces[key] = used
-        for link in doc.iterfind(".//{%s}link" % XHTML):  # no schema for xhtml:link
+        for link in doc.iterfind(f".//{{{XHTML}}}link"):  # no schema for xhtml:link
             link.getparent().remove(link)
         schema("all.xsd" if used else "sitemap.xsd").assertValid(doc)
         locs = [e.text for e in doc.iterfind("sm:url/sm:loc", NS)]
