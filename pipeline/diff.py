@@ -62,15 +62,14 @@ def register_snapshot(con: duckdb.DuckDBPyConnection, snapshot_uri: str | None) 
         con.sql(_EMPTY_SNAPSHOT).create_view("previous_rows", replace=True)
 
 
-def compute_diff(con: duckdb.DuckDBPyConnection, valid_uri: str, snapshot_uri: str | None,
-                 run_time: datetime, with_news: bool = True) -> dict[str, int]:
-    """Builds the table `diffed` in `con`; returns the counts."""
+def diff_relation(con: duckdb.DuckDBPyConnection, valid_uri: str, snapshot_uri: str | None,
+                  run_time: datetime, with_news: bool = True) -> duckdb.DuckDBPyRelation:
+    """The diffed rows (sql/diff_rows.sql) as a relation, not yet run."""
     register_parquet(con, "current_rows", [valid_uri])
     register_snapshot(con, snapshot_uri)
-    con.execute(sql.load_sql("diff_rows"), {
+    return con.sql(sql.load_sql("diff_rows"), params={
         "run_time": run_time, "news_section": NEWS_SECTION,
         "news_max_age_days": NEWS_MAX_AGE_DAYS, "with_news": with_news})
-    return {k: int(v) for k, v in sql.first_row(con, sql.load_sql("diff_counts")).items()}
 
 
 def diff(valid_uri: str, snapshot_uri: str | None, run_time: datetime, work_uri: str, *,
@@ -78,9 +77,12 @@ def diff(valid_uri: str, snapshot_uri: str | None, run_time: datetime, work_uri:
     """Diff the valid rows against the snapshot; write diffed and changed rows."""
     started = time.monotonic()
     con = con or sql.connect()
-    counts = compute_diff(con, valid_uri, snapshot_uri, run_time, with_news)
     work = storage.open_storage(work_uri)
-    diffed_uri = write_parquet(con.sql("SELECT * FROM diffed"), work, DIFFED_KEY)
+    # Streamed straight to Parquet: the diffed rows are never all held in memory.
+    diffed_uri = write_parquet(diff_relation(con, valid_uri, snapshot_uri, run_time, with_news),
+                               work, DIFFED_KEY)
+    register_parquet(con, "diffed", [diffed_uri])
+    counts = {k: int(v) for k, v in sql.first_row(con, sql.load_sql("diff_counts")).items()}
     changes_uri = write_parquet(con.sql(sql.load_sql("changed_rows")), work, CHANGES_KEY)
     result = DiffResult(**counts, diffed_uri=diffed_uri, changes_uri=changes_uri,
                         seconds=time.monotonic() - started)

@@ -194,9 +194,14 @@ def plan(diffed_uri: str, snapshot_uri: str | None, work_uri: str, limits: Limit
     })
     con.register("shard_groups", group_table)
     con.execute(sql.load_sql("pack_shards"))
+    con.execute("DROP TABLE assigned")  # free its memory before the next big step
     con.register("shard_numbers", _number_shards(con, groups))
-    con.execute("CREATE OR REPLACE TABLE planned AS " + sql.load_sql("planned_rows"),
-                {"format": output_format})
+    work = storage.open_storage(work_uri)
+    # The rows go to Parquet in file order straight from the sort, never into a table.
+    planned_uri = write_parquet(con.sql(sql.load_sql("planned_rows"),
+                                        params={"format": output_format}), work, PLANNED_KEY)
+    con.execute("DROP TABLE packed")
+    register_parquet(con, "planned", [planned_uri])
     shards = []
     for s, n, u, b, lm, d, c, *uses in con.sql(sql.load_sql("shard_summary")).fetchall():
         namespaces = [ns for ns, used in zip(("image", "video", "news", "xhtml"), uses,
@@ -205,8 +210,6 @@ def plan(diffed_uri: str, snapshot_uri: str | None, work_uri: str, limits: Limit
         shards.append(Shard(section=s, shard=int(n), urls=int(u), body_bytes=int(b),
                             lastmod=_w3c(lm), digest=shard_digest(d, header),
                             changed_rows=int(c), namespaces=namespaces, format=output_format))
-    work = storage.open_storage(work_uri)
-    planned_uri = write_parquet(con.sql("SELECT * FROM planned"), work, PLANNED_KEY)
     work.write_bytes(SHARDS_KEY, json.dumps([asdict(s) for s in shards]).encode())
     result = PlanResult(shards=shards, planned_uri=planned_uri, shards_uri=work.uri(SHARDS_KEY),
                         split=split, merged=merged, seconds=time.monotonic() - started)

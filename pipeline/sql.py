@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import os
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -17,8 +18,18 @@ import duckdb
 
 SQL_DIR = Path(__file__).resolve().parent.parent / "sql"
 
-#: Default DuckDB memory limit; DuckDB spills to temp_directory past it.
-DEFAULT_MEMORY_LIMIT = os.environ.get("SITEMAPS_DUCKDB_MEMORY", "2GB")
+def _default_memory_limit() -> str:
+    """A quarter of the machine's memory (at least 1 GB): DuckDB spills to disk past it."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        return "2GB"
+    return f"{max(1, total // 4 // 1024**3)}GB"
+
+
+#: DuckDB's memory limit (SITEMAPS_DUCKDB_MEMORY, e.g. "4GB"); peak memory stays
+#: bounded by it whatever the inventory's size, DuckDB spills to temp_directory past it.
+DEFAULT_MEMORY_LIMIT = os.environ.get("SITEMAPS_DUCKDB_MEMORY") or _default_memory_limit()
 
 
 @functools.cache
@@ -37,6 +48,8 @@ def connect(memory_limit: str | None = None, threads: int | None = None,
     con.execute(f"SET memory_limit = '{memory_limit or DEFAULT_MEMORY_LIMIT}'")
     con.execute("SET TimeZone = 'UTC'")
     con.execute("SET preserve_insertion_order = true")
+    # DuckDB's own progress bar shows a long statement's progress, on a terminal only.
+    con.execute(f"SET enable_progress_bar = {str(sys.stderr.isatty()).lower()}")
     if threads:
         con.execute(f"SET threads = {int(threads)}")
     spill = temp_dir or os.path.join(tempfile.gettempdir(), "sitemaps-duckdb")

@@ -13,7 +13,6 @@
 -- ext: the entry's extension XML (from load) plus the news element.
 -- Parameters: $run_time (TIMESTAMPTZ, the run's logical time), $news_section,
 -- $news_max_age_days, $with_news (false for plain-text sitemaps, which have no news).
-CREATE OR REPLACE TABLE diffed AS
 WITH cur AS (
     SELECT
         *,

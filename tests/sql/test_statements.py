@@ -86,8 +86,9 @@ def test_diff_rows_lastmod_rules(con: duckdb.DuckDBPyConnection) -> None:
         "fingerprint": [fp["same"], fp["changed"], "x"],
         "lastmod": [EARLIER] * 3, "first_seen": [EARLIER] * 3, "last_changed": [EARLIER] * 3,
     }))
-    con.execute(sql.load_sql("diff_rows"), {"run_time": T, "news_section": "google-news",
-                                            "news_max_age_days": 2, "with_news": True})
+    con.sql(sql.load_sql("diff_rows"), params={
+        "run_time": T, "news_section": "google-news", "news_max_age_days": 2,
+        "with_news": True}).to_table("diffed")
     got = {r[0]: r[1:] for r in con.sql(
         "SELECT url, status, lastmod, lastmod_clamped, first_seen FROM diffed").fetchall()}
     assert got["same"] == ("unchanged", EARLIER, False, EARLIER)
