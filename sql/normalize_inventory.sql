@@ -18,13 +18,19 @@ WITH checked AS (
                  AND regexp_full_match(url, $clean_regex)
             THEN url
             WHEN starts_with(url, $site_prefix) AND regexp_full_match(url, $iri_regex)
-            THEN (SELECT CASE WHEN length(e) <= $max_len THEN e ELSE '!too_long' END
-                  FROM (SELECT $site_prefix || array_to_string(list_transform(
-                      string_split(substr(url, length($site_prefix) + 1), '/'),
-                      lambda seg: url_encode(seg)), '/') AS e))
+            THEN $site_prefix || array_to_string(list_transform(
+                     string_split(substr(url, length($site_prefix) + 1), '/'),
+                     lambda seg: url_encode(seg)), '/')
             ELSE check_url(url, $site_prefix)
-        END AS checked_url
+        END AS encoded_url
     FROM inventory_typed
+),
+checked_length AS (
+    SELECT
+        *,
+        CASE WHEN length(encoded_url) > $max_len THEN '!too_long' ELSE encoded_url END
+            AS checked_url
+    FROM checked
 )
 SELECT
     row_id,
@@ -46,4 +52,4 @@ SELECT
     news_language,
     news_date,
     news_title
-FROM checked;
+FROM checked_length;
