@@ -218,7 +218,10 @@ def _exists(uri: str) -> bool:
 
 def recent_generations(out_uri: str, live: dict[str, Any], *, days: float, now: datetime,
                        state_uri: str | None = None) -> list[tuple[str, datetime, str]]:
-    """(generation, created, changes URI) of the live history within `days` of `now`, newest first.
+    """(generation, created, changes URI) of the live history newer than `days` before `now`.
+
+    Newest first; a generation exactly `days` old is out, so nightly runs and
+    days=7 make a feed of seven generations.
 
     Generations whose manifest or changes file is gone (garbage-collected) are skipped.
     """
@@ -231,8 +234,8 @@ def recent_generations(out_uri: str, live: dict[str, Any], *, days: float, now: 
             log.debug("notify: generation %s has no manifest any more; not in the feed", gen)
             continue
         created = _parse_w3c(m["created"])
-        if created < cutoff:
-            break  # the history is newest first
+        if created <= cutoff:
+            break  # the history is newest first; nightly runs: days=7 covers 7 of them
         if created > now:
             continue
         changes = (storage.join(state_uri, GENERATIONS_FOLDER, gen, "changes.parquet")
