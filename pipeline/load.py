@@ -93,8 +93,16 @@ def _list_s3(inventory: str) -> list[str]:
     return [f"s3://{bucket}/{k}" for k in sorted(files)]
 
 
-def register_parquet(con: duckdb.DuckDBPyConnection, name: str, files: list[str]) -> None:
-    """Make the Parquet `files` (local or S3) queryable as the view `name`."""
+#: Row ids in inventory order (file number, row in file), for the duplicate tie rule.
+ROW_ID = "_row_id"
+
+
+def register_parquet(con: duckdb.DuckDBPyConnection, name: str, files: list[str],
+                     *, row_ids: bool = False) -> None:
+    """Make the Parquet `files` (local or S3) queryable as the view `name`.
+
+    With `row_ids`, the view has a ROW_ID column numbering rows in file order.
+    """
     if files and storage.is_s3(files[0]):
         import pyarrow.dataset as ds
 
@@ -104,9 +112,17 @@ def register_parquet(con: duckdb.DuckDBPyConnection, name: str, files: list[str]
         dataset = ds.dataset([f.removeprefix("s3://") for f in files], format=fmt,
                              filesystem=storage.s3_filesystem(), partitioning="hive",
                              partition_base_dir=common)
-        con.register(name, dataset)
+        if row_ids:  # a dataset has no file_row_number: number the scan (one thread)
+            con.register(f"{name}_dataset", dataset)
+            con.sql(f"SELECT *, row_number() OVER () AS {ROW_ID} FROM {name}_dataset"
+                    ).create_view(name, replace=True)
+        else:
+            con.register(name, dataset)
     else:
-        con.read_parquet(files, hive_partitioning=True, union_by_name=True).create_view(name)
+        rel = con.read_parquet(files, hive_partitioning=True, union_by_name=True)
+        if row_ids:  # DuckDB's virtual columns: no window, the scan stays parallel
+            rel = rel.select(f"*, (file_index::BIGINT << 40) + file_row_number AS {ROW_ID}")
+        rel.create_view(name, replace=True)
 
 
 def _typed_columns(types: dict[str, str], duck_types: dict[str, Any]) -> list[str]:
@@ -116,7 +132,7 @@ def _typed_columns(types: dict[str, str], duck_types: dict[str, Any]) -> list[st
         raise InventoryError("the inventory has no `url` column (a string column is required)")
     if url_t not in _STRING:
         raise InventoryError(f"the inventory's `url` column is {url_t}; it must be a string")
-    cols = ["url", "row_number() OVER () AS row_id"]
+    cols = ["url", f"{ROW_ID} AS row_id"]
 
     lm = types.get("lastmod")
     if lm is None:
@@ -198,9 +214,9 @@ def load(inventory: str, site_url: str, work_uri: str, *, section_depth: int = 1
     con = con or sql.connect()
     progress.step(f"load {len(files)} file(s)")
     try:
-        register_parquet(con, "inventory_raw", files)
+        register_parquet(con, "inventory_raw", files, row_ids=True)
         probe = con.sql("SELECT * FROM inventory_raw LIMIT 0")
-        duck_types = dict(zip(probe.columns, probe.types, strict=True))
+        duck_types = {k: v for k, v in zip(probe.columns, probe.types, strict=True) if k != ROW_ID}
         types = {k: str(v).upper() for k, v in duck_types.items()}
     except duckdb.Error as exc:
         raise InventoryError(f"cannot read the inventory {inventory!r}: {_one_line(exc)}") from exc
