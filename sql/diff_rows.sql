@@ -38,7 +38,8 @@ joined AS (
         p.fingerprint AS prev_fingerprint,
         p.lastmod AS prev_lastmod,
         p.first_seen AS prev_first_seen,
-        p.last_changed AS prev_last_changed
+        p.last_changed AS prev_last_changed,
+        CASE WHEN p.section = c.section THEN p.shard END AS prev_shard
     FROM cur c
     LEFT JOIN previous_rows p USING (url)
 ),
@@ -68,5 +69,7 @@ SELECT
         ELSE $run_time
     END) AS lastmod,
     coalesce(prev_first_seen, $run_time) AS first_seen,
-    CASE WHEN status = 'unchanged' THEN prev_last_changed ELSE $run_time END AS last_changed
+    CASE WHEN status = 'unchanged' THEN prev_last_changed ELSE $run_time END AS last_changed,
+    -- the shard the URL was in when it stays in the same section (news rows: range-assigned)
+    CASE WHEN news_xml IS NULL THEN prev_shard END AS prev_shard
 FROM classified;
