@@ -77,10 +77,13 @@ def begin(opts: RunOptions) -> dict[str, Any]:
     site = Site.parse(opts.site_url)
     public = opts.public_url or site.prefix
     generation = new_generation_id(run_time)
+    # The lease owner is stable across retries of one run (an Airflow retry of begin
+    # must not find itself holding the lease).
+    lease_owner = opts.run_id or generation
     if opts.lease_seconds:
         from pipeline import lease
 
-        lease.acquire(opts.out, generation, opts.lease_seconds)
+        lease.acquire(opts.out, lease_owner, opts.lease_seconds)
     live = read_live(opts.out)
     base = opts.work or tempfile.mkdtemp(prefix="sitemaps-work-")
     warnings = [w for w in [cross_submission_warning(site, public)] if w]
@@ -98,7 +101,7 @@ def begin(opts: RunOptions) -> dict[str, Any]:
         "limits": asdict(opts.limits), "section_depth": opts.section_depth,
         "allow_shrink": opts.allow_shrink, "shrink_threshold": opts.shrink_threshold,
         "max_reject_share": opts.max_reject_share, "force": opts.force,
-        "lease": bool(opts.lease_seconds), "format": opts.format, "keep_generations": opts.keep_generations,
+        "lease": bool(opts.lease_seconds), "lease_owner": lease_owner, "format": opts.format, "keep_generations": opts.keep_generations,
         "gc_grace_hours": opts.gc_grace_hours, "warnings": warnings,
     }
     log.info("begin: generation %s, live generation %s", generation, live.generation or "none")
@@ -232,6 +235,9 @@ def publish_step(ctx: dict[str, Any], render_uris: list[str]) -> dict[str, Any]:
         "bytes_written": sum(f.gzip_bytes for f in written.values()),
     }
     live = read_live(ctx["out"])
+    if live.generation == ctx["generation"]:
+        # A retry of a publish that had committed: report it as published, change nothing.
+        return _summary(ctx, live.manifest or {}, True, counts)
     if live.etag != ctx["live_etag"]:
         # Published since begin: the conditional write below will refuse; keep the
         # version read at begin so that it does.
@@ -245,10 +251,14 @@ def publish_step(ctx: dict[str, Any], render_uris: list[str]) -> dict[str, Any]:
                                       ctx["generation"]),
         allow_shrink=ctx["allow_shrink"], shrink_threshold=ctx["shrink_threshold"],
         warnings=ctx["warnings"])
-    m = result.manifest
+    return _summary(ctx, result.manifest, result.published, counts)
+
+
+def _summary(ctx: dict[str, Any], m: dict[str, Any], published: bool,
+             counts: dict[str, Any]) -> dict[str, Any]:
     return {
-        "generation": result.generation,
-        "published": result.published,
+        "generation": m["generation"],
+        "published": published,
         "out": ctx["out"],
         "root_indexes": [i["url"] for i in m["indexes"]],
         "root_index_files": [storage.join(ctx["out"], i["key"]) for i in m["indexes"]],
@@ -297,7 +307,7 @@ def finish(ctx: dict[str, Any]) -> None:
     if ctx.get("lease"):
         from pipeline import lease
 
-        lease.release(ctx["out"], ctx["generation"])
+        lease.release(ctx["out"], ctx["lease_owner"])
     work = _work(ctx)
     if ctx.get("own_work") and isinstance(work, storage.LocalStorage):
         import shutil

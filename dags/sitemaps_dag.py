@@ -1,0 +1,351 @@
+"""One sitemap DAG per site of the site configuration file (see sitemaps_sites.py).
+
+Each DAG runs the stages of `pipeline.steps` as tasks: begin, load, diff, plan,
+render (mapped over the plan's batches), publish, gc, finish. Tasks pass only
+the run context (a small dict of URIs and settings), URIs and counts through
+XCom; every file a task writes goes under the run's work prefix on shared
+storage, so any worker can run any task and a retry finds what it needs.
+
+Parsing this file reads one local TOML file and nothing else; everything
+expensive is imported inside the tasks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import re
+import sys
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from airflow.sdk import (
+    Asset,
+    AssetOrTimeSchedule,
+    CronTriggerTimetable,
+    Param,
+    chain,
+    dag,
+    get_current_context,
+    task,
+)
+from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
+
+try:
+    from sitemaps_sites import SiteConfig, load_sites
+except ModuleNotFoundError:  # parsed outside a DAG bundle: its folder is not on sys.path
+    sys.path.append(str(Path(__file__).resolve().parent))
+    from sitemaps_sites import SiteConfig, load_sites
+
+log = logging.getLogger("sitemaps.dag")
+
+#: Every task: 3 retries, after about 30 s, 60 s, 120 s (a multiplier in Airflow 3.1+;
+#: `True` there means 1.0, a constant delay). A TerminalError is never retried.
+DEFAULT_ARGS: dict[str, Any] = {
+    "owner": "seo-platform",
+    "retries": 3,
+    "retry_delay": timedelta(seconds=30),
+    "retry_exponential_backoff": 2.0,
+    "max_retry_delay": timedelta(minutes=10),
+}
+START_DATE = datetime(2026, 1, 1, tzinfo=UTC)
+
+DAG_DOC = """\
+### Sitemaps for {site_url}
+
+Publishes the sitemaps of **{site_url}** from the inventory `{inventory}` to `{out}`
+(served at {public_url}). Runs at `{schedule}` (UTC) and whenever the inventory
+asset `{asset}` is updated. At most one run at a time; no catch-up.
+
+**Stages** (one task each, thin wrappers of `pipeline.steps`): begin, load, diff,
+plan, render (one mapped task per batch of shards), publish (the atomic swap of
+`manifest.json`), gc (old generations), finish (removes the run's work files under
+`{work}`).
+
+**Manual runs** (Trigger with config): `dry_run` stops after plan and publishes
+nothing (the plan task's log line and its XCom `dry_run` tell what would change); `allow_shrink`
+publishes even if far fewer URLs than the live generation (more than
+{shrink:.0%} fewer is refused otherwise); `force` rewrites every shard file.
+
+**When a run fails**: a task whose error says what to fix (bad inventory, too many
+rejects, shrink refused, publish conflict, configuration) fails at once, without
+retries: fix the cause and trigger a new run, or clear the failed task. Network
+and throttling errors are retried 3 times with backoff. The live sitemaps stay
+whole whatever fails; a failed run keeps its work files so that clearing its
+failed task resumes it.
+"""
+
+TASK_DOCS = {
+    "begin": """\
+Reads the live manifest (its version is what publish's conditional write checks),
+fixes the run time (the logical date, else the run's start) and the work prefix,
+and returns the run context that every other task receives.
+*If it fails*: S3 unreachable or access refused: check the connection `{conn}`.""",
+    "load": """\
+Reads the inventory, checks its schema, normalises and validates every row; writes
+valid and rejected rows (with a reason) as Parquet under the work prefix.
+*If it fails*: the log's last line says what is wrong with the inventory (missing
+`url` column, wrong type, too many rejects); fix the inventory, then trigger again.""",
+    "diff": """\
+Compares with the last published snapshot (added, changed, removed, unchanged)
+and computes each URL's lastmod. *If it fails*: usually storage; it is retried.
+Clear it to run it again once the cause is fixed.""",
+    "plan": """\
+Buckets the URLs into shards within the limits, with stable boundaries, and groups
+the shards to rewrite into render batches. In a dry run, this is the last step: its
+log line is the report. *If it fails*: storage or limits; see the log's last line.""",
+    "render": """\
+One mapped task per batch: writes the batch's shards as gzipped sitemap files
+under content-addressed keys (an unchanged shard is never rewritten). Mapped over
+zero batches when nothing changed (it then shows as skipped, which is fine).
+*If it fails*: retried; clearing one map index renders only that batch again.""",
+    "publish": """\
+Writes the index files and the generation's manifest, then swaps the live
+`manifest.json` with one conditional write, so a racing run loses cleanly. Emits
+the manifest asset event with the run's summary in its extra. Skipped in a dry run.
+*If it fails*: `PublishConflict`: another run published first, trigger again;
+`ShrinkRefused`: check the inventory, or trigger with `allow_shrink`.""",
+    "gc": """\
+Removes shard and generation files that no kept generation references, after a
+grace period. *If it fails*: the new sitemaps are already live; clear it later.""",
+    "finish": """\
+Removes the run's work files (and gives back the output's lease, if the site uses one).
+Runs only when publish succeeded (or was skipped by a dry run), so a failed run keeps what
+clearing its failed task needs; gc removes abandoned work folders after its grace period.""",
+}
+
+_RUN_ID_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def _work_folder_name(run_id: str) -> str:
+    """The run id as a safe key segment (no ':' or '+', which some tools mishandle)."""
+    return _RUN_ID_UNSAFE.sub("_", run_id).strip("_") or "run"
+
+
+def _run_time(context: Any) -> datetime:
+    """The run's time: its logical date when it has one (cron, `dags test`), else the
+    data interval end, else when it was due (asset-triggered runs have no logical date)."""
+    dag_run = context.get("dag_run")
+    for value in (context.get("logical_date"), context.get("data_interval_end"),
+                  getattr(dag_run, "run_after", None), getattr(dag_run, "start_date", None)):
+        if value is not None:
+            return datetime.fromisoformat(str(value)) if isinstance(value, str) else value
+    return datetime.now(UTC)
+
+
+def use_s3_connection(site: SiteConfig) -> None:
+    """S3 settings for this process: the site's Airflow connection, else the environment."""
+    from pipeline import storage
+
+    if not site.aws_conn_id:
+        storage.configure_s3(None)
+        return
+    from airflow.providers.amazon.aws.hooks.base_aws import AwsBaseHook
+
+    hook = AwsBaseHook(aws_conn_id=site.aws_conn_id, client_type="s3")
+    if hook.conn_config.conn_id != site.aws_conn_id:
+        raise AirflowFailException(
+            f"Airflow connection {site.aws_conn_id!r} (aws_conn_id of site {site.name!r}) does "
+            "not exist: create it (type aws; extra endpoint_url for a non-AWS S3)")
+    creds = hook.get_credentials()  # also masks the secret in task logs
+    settings = storage.S3Settings(
+        endpoint_url=hook.conn_config.get_service_endpoint_url("s3"),
+        access_key_id=creds.access_key, secret_access_key=creds.secret_key,
+        session_token=creds.token,
+        region=hook.region_name or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1")
+    storage.configure_s3(settings)
+    log.info("S3 through connection %s: %r", site.aws_conn_id, settings)
+
+
+@contextlib.contextmanager
+def step(site: SiteConfig) -> Iterator[None]:
+    """Around every step: S3 from the connection; a TerminalError fails without retries."""
+    from pipeline.errors import TerminalError
+
+    use_s3_connection(site)
+    try:
+        yield
+    except TerminalError as exc:
+        log.error("%s: %s", type(exc).__name__, exc)
+        raise AirflowFailException(str(exc)) from exc
+
+
+def build_dag(site: SiteConfig) -> Any:
+    """The DAG of one site."""
+    inventory_asset = Asset(uri=site.inventory_asset_uri)
+    manifest_asset = Asset(uri=site.manifest_uri, name=f"{site.dag_id}_manifest")
+    fmt = {"conn": site.aws_conn_id or "(environment)"}
+    timetable = CronTriggerTimetable(site.schedule, timezone="UTC")
+    try:
+        timetable.validate()
+    except Exception as exc:  # noqa: BLE001 - an import error that names the site
+        raise ValueError(f"site {site.name!r}: schedule {site.schedule!r} is not a valid "
+                         f"cron expression: {exc}") from exc
+
+    @dag(
+        dag_id=site.dag_id,
+        description=f"Sitemaps of {site.site_url}",
+        schedule=AssetOrTimeSchedule(
+            timetable=timetable, assets=[inventory_asset]),
+        start_date=START_DATE,
+        catchup=False,
+        max_active_runs=1,
+        default_args=DEFAULT_ARGS,
+        tags=["sitemaps", *site.tags],
+        doc_md=DAG_DOC.format(site_url=site.site_url, inventory=site.inventory, out=site.out,
+                              public_url=site.public_url or site.site_url,
+                              schedule=site.schedule, asset=site.inventory_asset_uri,
+                              work=site.work_uri, shrink=site.shrink_threshold),
+        params={
+            "dry_run": Param(False, type="boolean", title="Dry run",
+                             description="Run up to plan and report; publish nothing."),
+            "allow_shrink": Param(False, type="boolean", title="Allow shrink",
+                                  description="Publish even if far fewer URLs than live."),
+            "force": Param(False, type="boolean", title="Force",
+                           description="Rewrite every shard file (a full rewrite)."),
+        },
+    )
+    def sitemaps() -> None:
+        @task(doc_md=TASK_DOCS["begin"].format(**fmt))
+        def begin() -> dict[str, Any]:
+            from pipeline import steps
+
+            context = get_current_context()
+            params = context["params"]
+            opts = steps.RunOptions(
+                inventory=site.inventory, site_url=site.site_url, out=site.out,
+                public_url=site.public_url, state=site.state_uri, work=site.work_uri,
+                limits=site.limits, run_id=_work_folder_name(context["run_id"]),
+                run_time=_run_time(context), section_depth=site.section_depth,
+                allow_shrink=bool(params["allow_shrink"]),
+                shrink_threshold=site.shrink_threshold,
+                max_reject_share=site.max_reject_share, force=bool(params["force"]),
+                lease_seconds=site.lease_seconds, keep_generations=site.gc_keep,
+                gc_grace_hours=site.gc_grace_hours, format=site.format)
+            with step(site):
+                ctx = steps.begin(opts)
+            ctx["dry_run"] = bool(params["dry_run"])
+            log.info("begin: generation %s at %s, live %s, work %s%s", ctx["generation"],
+                     ctx["run_time"], ctx["live_generation"] or "none", ctx["work"],
+                     " (dry run)" if ctx["dry_run"] else "")
+            return ctx
+
+        @task(doc_md=TASK_DOCS["load"])
+        def load(ctx: dict[str, Any]) -> dict[str, Any]:
+            from pipeline import steps
+
+            with step(site):
+                counts = steps.load_step(ctx)
+            log.info("load: %s input rows, %s valid, %s rejected %s in %.1f s",
+                     f"{counts['input_rows']:,}", f"{counts['valid_rows']:,}",
+                     f"{counts['rejected_rows']:,}", counts["rejected"] or "", counts["seconds"])
+            return counts
+
+        @task(doc_md=TASK_DOCS["diff"])
+        def diff(ctx: dict[str, Any]) -> dict[str, Any]:
+            from pipeline import steps
+
+            with step(site):
+                counts = steps.diff_step(ctx)
+            log.info("diff: %s", ", ".join(f"{k} {v:,}" for k, v in counts.items()
+                                           if k != "seconds" and isinstance(v, int)))
+            return counts
+
+        @task(doc_md=TASK_DOCS["plan"])
+        def plan(ctx: dict[str, Any]) -> list[list[str]]:
+            """Returns the render batches (lists of shard ids); the counts go to XCom `summary`."""
+            from pipeline import steps
+
+            with step(site):
+                info = steps.plan_step(ctx, batch_bytes=site.render_batch_bytes)
+                report = steps.dry_run_summary(ctx) if ctx["dry_run"] else None
+            batches = info.pop("batches")
+            info["batches"] = len(batches)
+            ti = get_current_context()["ti"]
+            ti.xcom_push(key="summary", value=info)
+            log.info("plan: %d shards, %d to render in %d batches (%d split, %d merged)",
+                     info["shards"], info["to_render"], len(batches), info["split"],
+                     info["merged"])
+            if report is None:
+                return batches
+            ti.xcom_push(key="dry_run", value=report)
+            c = report["counts"]
+            log.info("dry run: would publish %s URLs in %d sitemaps (%d to write, %d reused, "
+                     "%d removed): %s added, %s changed, %s removed; nothing rendered or "
+                     "published", f"{c['published']:,}", c["sitemaps"], c["shards_to_write"],
+                     c["shards_reused"], c["shards_removed"], f"{c['added']:,}",
+                     f"{c['changed']:,}", f"{c['removed']:,}")
+            return []
+
+        @task(doc_md=TASK_DOCS["render"], map_index_template="{{ batch_label }}")
+        def render(ctx: dict[str, Any], batch: list[str]) -> dict[str, Any]:
+            from pipeline import steps
+
+            context = get_current_context()
+            index = context["ti"].map_index
+            context["batch_label"] = f"batch {index}: {len(batch)} shards"  # type: ignore[typeddict-unknown-key]
+            with step(site):
+                result = steps.render_step(ctx, batch, name=str(index))
+            log.info("render batch %d: %d of %d shards written, %s URLs, %s gzipped bytes",
+                     index, result["written"], len(batch), f"{result['urls']:,}",
+                     f"{result['gzip_bytes']:,}")
+            return result
+
+        @task(doc_md=TASK_DOCS["publish"], outlets=[manifest_asset],
+              trigger_rule="none_failed")
+        def publish(ctx: dict[str, Any], rendered: list[dict[str, Any]]) -> dict[str, Any]:
+            from pipeline import steps
+
+            if ctx["dry_run"]:
+                raise AirflowSkipException("dry run: nothing published")
+            # One slice request (iterating would probe past the end); no render results
+            # when render was mapped over zero batches (nothing changed).
+            uris = [r["uri"] for r in (rendered[:] if rendered is not None else [])]
+            with step(site):
+                summary = steps.publish_step(ctx, uris)
+            c = summary["counts"]
+            extra = {k: summary[k] for k in ("generation", "published", "out", "root_indexes",
+                                             "warnings")}
+            extra["counts"] = c
+            get_current_context()["outlet_events"][manifest_asset].extra = extra
+            log.info("publish: generation %s %s: %s URLs in %d sitemaps (%d written, "
+                     "%d reused), %s added, %s changed, %s removed",
+                     summary["generation"],
+                     "published" if summary["published"] else "unchanged, still live",
+                     f"{c['published']:,}", c["sitemaps"], c["shards_written"],
+                     c["shards_reused"], f"{c['added']:,}", f"{c['changed']:,}",
+                     f"{c['removed']:,}")
+            return summary
+
+        @task(doc_md=TASK_DOCS["gc"])
+        def gc(ctx: dict[str, Any]) -> dict[str, Any]:
+            from pipeline import steps
+
+            with step(site):
+                counts = steps.gc_step(ctx)
+            log.info("gc: %s", ", ".join(f"{k} {v}" for k, v in counts.items()))
+            return counts
+
+        @task(doc_md=TASK_DOCS["finish"], trigger_rule="none_failed")
+        def finish(ctx: dict[str, Any]) -> None:
+            from pipeline import steps
+
+            with step(site):
+                steps.finish(ctx)
+            log.info("finish: removed the work files under %s", ctx["work"])
+
+        ctx = begin()
+        planned = plan(ctx)
+        chain(ctx, load(ctx), diff(ctx), planned)
+        rendered = render.partial(ctx=ctx).expand(batch=planned)
+        published = publish(ctx, rendered)
+        published >> [gc(ctx), finish(ctx)]
+
+    return sitemaps()
+
+
+for _site in load_sites():
+    build_dag(_site)

@@ -1,0 +1,97 @@
+"""The notify subcommands of `sitemaps`: robots, feed, report, indexnow-key.
+
+`pipeline.cli` registers them with `add_parsers(sub)` and dispatches through
+`COMMANDS`; each command reads the live manifest of `--out` and writes nothing
+but its own file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from pipeline.notify import DEFAULT_FEED_DAYS, DEFAULT_FEED_ENTRIES
+
+
+def add_robots_parser(sub: Any) -> None:
+    p = sub.add_parser("robots", help="merge the live root index(es) into a robots.txt")
+    p.add_argument("--out", required=True, help="the output whose live generation to list")
+    p.add_argument("--robots", required=True,
+                   help="the robots.txt to update: a local path or s3://bucket/robots.txt "
+                        "(created when missing; other lines are kept byte for byte)")
+
+
+def cmd_robots(args: argparse.Namespace) -> int:
+    from pipeline.notify import robots_for_output
+
+    changed = robots_for_output(args.out, args.robots)
+    print(f"{args.robots}: {'updated' if changed else 'already up to date'}")
+    return 0
+
+
+def add_feed_parser(sub: Any) -> None:
+    p = sub.add_parser("feed", help="write feed.atom: URLs added or changed recently")
+    p.add_argument("--out", required=True)
+    p.add_argument("--days", type=float, default=DEFAULT_FEED_DAYS,
+                   help=f"generations of this many days (default {DEFAULT_FEED_DAYS})")
+    p.add_argument("--max-entries", type=int, default=DEFAULT_FEED_ENTRIES)
+    p.add_argument("--json", action="store_true")
+
+
+def cmd_feed(args: argparse.Namespace) -> int:
+    from pipeline.notify import write_feed
+
+    result = write_feed(args.out, days=args.days, max_entries=args.max_entries)
+    if args.json:
+        print(json.dumps(result, indent=2, sort_keys=True))
+    else:
+        print(f"{result['uri']}: {result['entries']:,} entries from "
+              f"{len(result['generations'])} generation(s)")
+    return 0
+
+
+def add_report_parser(sub: Any) -> None:
+    p = sub.add_parser("report", help="write the live generation's HTML run report")
+    p.add_argument("--out", required=True)
+    p.add_argument("--generation", help="another kept generation instead of the live one")
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from pipeline.report import write_generation_report, write_report
+
+    uri = (write_generation_report(args.out, args.generation) if args.generation
+           else write_report(args.out))
+    print(uri)
+    return 0
+
+
+def add_indexnow_key_parser(sub: Any) -> None:
+    p = sub.add_parser("indexnow-key", help="publish the IndexNow key file")
+    p.add_argument("--out", required=True,
+                   help="the output (or the storage of the site's root, with --site-root)")
+    p.add_argument("--key", required=True)
+    p.add_argument("--key-location", help="URL of the key file (default https://host/<key>.txt)")
+    p.add_argument("--site-root", action="store_true",
+                   help="--out is the storage served at the host's root, not an output")
+
+
+def cmd_indexnow_key(args: argparse.Namespace) -> int:
+    from pipeline import storage
+    from pipeline.notify import publish_indexnow_key
+
+    target = storage.open_storage(args.out) if args.site_root else args.out
+    print(publish_indexnow_key(target, args.key, args.key_location))
+    return 0
+
+
+COMMANDS = {"robots": cmd_robots, "feed": cmd_feed, "report": cmd_report,
+            "indexnow-key": cmd_indexnow_key}
+
+
+def add_parsers(sub: Any) -> None:
+    """Register every notify subcommand on the `sitemaps` subparsers."""
+    add_robots_parser(sub)
+    add_feed_parser(sub)
+    add_report_parser(sub)
+    add_indexnow_key_parser(sub)

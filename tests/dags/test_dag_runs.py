@@ -1,0 +1,171 @@
+"""`airflow dags test` of a site's DAG against the real S3 server (SeaweedFS).
+
+The DAG run publishes exactly what the CLI path (`pipeline.run.run`) publishes for the same
+inventory and run time; a terminal error fails the run on its first try, publishing nothing.
+S3 is reached through the Airflow connection only: the Airflow processes get no AWS_* variable.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from pipeline.config import Limits
+from pipeline.demo import make_inventory
+from pipeline.run import RunOptions, run
+from tests.dags.airflow_env import (
+    CONN_ID,
+    AirflowEnv,
+    connection_env,
+    new_home,
+    requires_airflow,
+    tail,
+)
+from tests.output_check import read_output
+from tests.s3_fixtures import S3Bucket
+
+pytestmark = [*requires_airflow, pytest.mark.integration]
+
+SITE = "https://www.example.com/"
+PUBLIC = "https://www.example.com/sitemaps/"
+RUN_TIME = datetime(2026, 12, 1, 3, 0, tzinfo=UTC)
+URLS = 3_000
+MAX_URLS = 500
+#: The demo inventory's 3,000 URLs come out as about 21 shards, 270 kB of <url> lines:
+#: this makes about 4 render batches, so render maps over several tasks.
+RENDER_BATCH_BYTES = 80_000
+
+
+def site_block(name: str, bucket: S3Bucket, inventory_key: str, out: str) -> str:
+    return f"""
+[sites.{name}]
+site_url = "{SITE}"
+public_url = "{PUBLIC}"
+inventory = "{bucket.url(inventory_key)}"
+out = "{bucket.url(out)}"
+aws_conn_id = "{CONN_ID}"
+render_batch_bytes = {RENDER_BATCH_BYTES}
+
+[sites.{name}.limits]
+max_urls_per_sitemap = {MAX_URLS}
+"""
+
+
+def airflow_for(tmp_path: Path, airflow_db: Path, bucket: S3Bucket, sites: str) -> AirflowEnv:
+    conn = connection_env(bucket.endpoint_url, bucket.access_key, bucket.secret_key)
+    return new_home(tmp_path, airflow_db, sites,
+                    {f"AIRFLOW_CONN_{CONN_ID.upper()}": conn})
+
+
+def dags_test(env: AirflowEnv, dag_id: str, *conf: str) -> tuple[int, str, float]:
+    env.run("dags", "reserialize", timeout=120)
+    t = time.monotonic()
+    proc = env.run("dags", "test", dag_id, RUN_TIME.isoformat(), *conf, timeout=400,
+                   check=False)
+    return proc.returncode, proc.stdout, time.monotonic() - t
+
+
+def keys(bucket: S3Bucket, prefix: str) -> list[str]:
+    pages = bucket.client.get_paginator("list_objects_v2").paginate(Bucket=bucket.name,
+                                                                    Prefix=prefix)
+    return sorted(o["Key"] for p in pages for o in p.get("Contents", []))
+
+
+def test_dag_run_publishes_what_the_cli_publishes(
+        tmp_path: Path, airflow_db: Path, s3_bucket: S3Bucket) -> None:
+    inventory = make_inventory(tmp_path / "inventory.parquet", URLS, site=SITE)
+    s3_bucket.client.upload_file(str(inventory), s3_bucket.name, "inventory/inv.parquet")
+    env = airflow_for(tmp_path, airflow_db, s3_bucket,
+                      site_block("parity", s3_bucket, "inventory/inv.parquet", "dag/"))
+
+    rc, out, seconds = dags_test(env, "sitemaps_parity")
+    print(f"airflow dags test: {seconds:.1f} s")
+    assert rc == 0, tail(out)
+    assert env.run_states("sitemaps_parity") == ["success"]
+    states = env.task_states("sitemaps_parity")
+    renders = [k for k in states if k[0] == "render"]
+    assert len(renders) >= 3, states  # mapped over several batches
+    assert all(s == ("success", 1) for s in states.values()), states
+
+    # The CLI path, same inventory and run time, another prefix, same public URL.
+    summary = run(RunOptions(inventory=s3_bucket.url("inventory/inv.parquet"), site_url=SITE,
+                             out=s3_bucket.url("cli/"), public_url=PUBLIC,
+                             limits=Limits(max_urls=MAX_URLS), run_time=RUN_TIME))
+    dag_out = read_output(s3_bucket.url("dag/"), max_urls=MAX_URLS)
+    cli_out = read_output(s3_bucket.url("cli/"), max_urls=MAX_URLS)
+    dm, cm = dag_out.manifest, cli_out.manifest
+
+    def files(m: dict) -> list[tuple]:
+        return sorted((s["key"], s["url"], s["urls"], s["sha256"], s["lastmod"])
+                      for s in m["sitemaps"])
+
+    assert files(dm) == files(cm)
+    assert len(dm["sitemaps"]) == summary["counts"]["sitemaps"] >= URLS // MAX_URLS
+    assert dm["counts"] == cm["counts"]
+    assert dag_out.lastmods == cli_out.lastmods
+    assert [i["key"] for i in dm["indexes"]] == [i["key"] for i in cm["indexes"]]
+    for index in dm["indexes"]:  # the root index files, byte for byte
+        dag_index = s3_bucket.client.get_object(Bucket=s3_bucket.name, Key=f"dag/{index['key']}")
+        cli_index = s3_bucket.client.get_object(Bucket=s3_bucket.name, Key=f"cli/{index['key']}")
+        assert dag_index["Body"].read() == cli_index["Body"].read()
+    assert dm["created"] == cm["created"] == "2026-12-01T03:00:00Z"
+
+    # The work files are gone; the manifest asset event carries the run's summary.
+    assert keys(s3_bucket, "dag/_state/runs/") == []
+    (extra,) = [json.loads(e) for (e,) in env.query(
+        "SELECT e.extra FROM asset_event e JOIN asset a ON a.id = e.asset_id WHERE a.uri = ?",
+        s3_bucket.url("dag/manifest.json"))]
+    assert extra["generation"] == dm["generation"] and extra["published"] is True
+    assert extra["counts"]["published"] == dm["counts"]["published"]
+
+
+def test_terminal_error_fails_at_once_and_publishes_nothing(
+        tmp_path: Path, airflow_db: Path, s3_bucket: S3Bucket) -> None:
+    bad = tmp_path / "bad.parquet"
+    pq.write_table(pa.table({"url": pa.array([1, 2, 3], pa.int64())}), bad)
+    s3_bucket.client.upload_file(str(bad), s3_bucket.name, "inventory/bad.parquet")
+    env = airflow_for(tmp_path, airflow_db, s3_bucket,
+                      site_block("broken", s3_bucket, "inventory/bad.parquet", "out/"))
+
+    rc, out, seconds = dags_test(env, "sitemaps_broken")
+    print(f"airflow dags test: {seconds:.1f} s")
+    assert rc != 0
+    assert env.run_states("sitemaps_broken") == ["failed"]
+    states = env.task_states("sitemaps_broken")
+    assert states[("begin", -1)] == ("success", 1)
+    assert states[("load", -1)] == ("failed", 1), states  # first try, no retry
+    assert "up_for_retry" not in out
+    for task_id in ("diff", "plan", "publish", "finish"):
+        assert states[(task_id, -1)][0] == "upstream_failed", states
+    # The reason, as the task log's last error line.
+    reason = "the inventory's `url` column is BIGINT; it must be a string"
+    assert f"AirflowFailException: {reason}" in out
+    # Nothing published: only the run's work folder (kept for a retry) exists.
+    published = [k for k in keys(s3_bucket, "out/") if not k.startswith("out/_state/runs/")]
+    assert published == []
+
+
+def test_dry_run_plans_and_publishes_nothing(
+        tmp_path: Path, airflow_db: Path, s3_bucket: S3Bucket) -> None:
+    inventory = make_inventory(tmp_path / "inventory.parquet", 1_000, site=SITE)
+    s3_bucket.client.upload_file(str(inventory), s3_bucket.name, "inventory/inv.parquet")
+    env = airflow_for(tmp_path, airflow_db, s3_bucket,
+                      site_block("dry", s3_bucket, "inventory/inv.parquet", "out/"))
+
+    rc, out, seconds = dags_test(env, "sitemaps_dry", "--conf", '{"dry_run": true}')
+    print(f"airflow dags test: {seconds:.1f} s")
+    assert rc == 0, tail(out)
+    states = env.task_states("sitemaps_dry")
+    for task_id in ("begin", "load", "diff", "plan", "finish"):
+        assert states[(task_id, -1)] == ("success", 1), states
+    for task_id in ("render", "publish", "gc"):
+        assert states[(task_id, -1)][0] == "skipped", states
+    assert "dry run: would publish" in out and "nothing rendered or published" in out
+    assert keys(s3_bucket, "out/") == []  # no sitemap, no manifest, and the work files removed
+    assert env.query("SELECT count(*) FROM asset_event") == [(0,)]

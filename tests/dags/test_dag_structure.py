@@ -1,0 +1,157 @@
+"""The DAG file parses, and makes one DAG per site with the expected shape (real Airflow)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.dags.airflow_env import DAGS_FOLDER, ROOT, new_home, requires_airflow, tail
+
+pytestmark = requires_airflow
+
+TASKS = ["begin", "load", "diff", "plan", "render", "publish", "gc", "finish"]
+
+TWO_SITES = """
+[defaults]
+aws_conn_id = "sitemaps_s3"
+
+[sites.www]
+site_url = "https://www.example.com/"
+inventory = "s3://inventory/www/"
+out = "s3://sitemaps/www/"
+schedule = "30 2 * * *"
+
+[sites.shop]
+site_url = "https://shop.example.com/"
+public_url = "https://shop.example.com/sitemaps/"
+inventory = "s3://inventory/shop/*.parquet"
+inventory_asset = "s3://inventory/shop/"
+out = "s3://sitemaps/shop/"
+aws_conn_id = ""
+"""
+
+# Runs in one subprocess with a throwaway AIRFLOW_HOME: for each site config file, describes
+# what a DagBag of dags/ holds (one interpreter for all: importing Airflow takes seconds).
+DESCRIBE = r"""
+import json, os, sys
+from airflow.dag_processing.dagbag import DagBag
+
+def describe(dag_folder):
+  bag = DagBag(dag_folder=dag_folder)
+  out = {"import_errors": {k: str(v) for k, v in bag.import_errors.items()}, "dags": {}}
+  for dag_id, dag in bag.dags.items():
+    tt = dag.timetable
+    out["dags"][dag_id] = {
+        "schedule": type(tt).__name__,
+        "timetable": type(getattr(tt, "timetable", None)).__name__,
+        "cron": getattr(getattr(tt, "timetable", None), "expression", None),
+        "timezone": str(getattr(getattr(tt, "timetable", None), "timezone", None)),
+        "assets": sorted(a.uri for a in getattr(tt, "asset_condition").objects),
+        "catchup": dag.catchup, "max_active_runs": dag.max_active_runs,
+        "doc_md": dag.doc_md or "", "params": sorted(dag.params),
+        "tags": sorted(dag.tags),
+        "tasks": {t.task_id: {
+            "retries": t.retries, "retry_delay": t.retry_delay.total_seconds(),
+            "backoff": t.retry_exponential_backoff,
+            "trigger_rule": getattr(t.trigger_rule, "value", t.trigger_rule),
+            "doc_md": t.doc_md or "", "mapped": bool(getattr(t, "is_mapped", False)),
+            "outlets": [[a.name, a.uri] for a in t.outlets],
+            "upstream": sorted(t.upstream_task_ids)} for t in dag.tasks},
+    }
+  return out
+
+result = {}
+for name, path in json.loads(sys.argv[2]).items():
+    os.environ["SITEMAPS_SITES_FILE"] = path
+    result[name] = describe(sys.argv[1])
+print("DESCRIBE:" + json.dumps(result))
+"""
+
+CONFIGS = {
+    "two_sites": TWO_SITES,
+    "demo": (ROOT / "infra" / "local" / "sites.toml").read_text(),
+    "bad_key": TWO_SITES.replace('schedule = "30 2', 'shedule = "30 2'),
+    "bad_cron_range": TWO_SITES.replace("30 2 * * *", "61 * * * *"),
+    "bad_cron_words": TWO_SITES.replace("30 2 * * *", "every night"),
+}
+
+
+@pytest.fixture(scope="module")
+def bags(tmp_path_factory: pytest.TempPathFactory, airflow_db: Path) -> dict[str, dict]:
+    """What the DagBag holds for each of CONFIGS."""
+    tmp = tmp_path_factory.mktemp("dagbag")
+    env = new_home(tmp, airflow_db, "")
+    files = {}
+    for name, text in CONFIGS.items():
+        files[name] = str(tmp / f"{name}.toml")
+        Path(files[name]).write_text(text)
+    proc = subprocess.run([sys.executable, "-c", DESCRIBE, str(DAGS_FOLDER), json.dumps(files)],
+                          env=env.env(), cwd=env.home, capture_output=True, text=True,
+                          timeout=180)
+    line = [x for x in proc.stdout.splitlines() if x.startswith("DESCRIBE:")]
+    assert proc.returncode == 0 and line, tail(proc.stdout + proc.stderr)
+    return dict(json.loads(line[0].removeprefix("DESCRIBE:")))
+
+
+def test_one_dag_per_site_with_the_expected_shape(bags: dict[str, dict]) -> None:
+    bag = bags["two_sites"]
+    assert bag["import_errors"] == {}
+    assert sorted(bag["dags"]) == ["sitemaps_shop", "sitemaps_www"]
+
+    www, shop = bag["dags"]["sitemaps_www"], bag["dags"]["sitemaps_shop"]
+    assert (www["schedule"], www["timetable"]) == ("AssetOrTimeSchedule", "CronTriggerTimetable")
+    assert (www["cron"], www["timezone"]) == ("30 2 * * *", "UTC")
+    assert shop["cron"] == "0 3 * * *"  # the default
+    assert www["assets"] == ["s3://inventory/www"]  # Airflow drops the trailing slash
+    assert shop["assets"] == ["s3://inventory/shop"]  # inventory_asset, not the glob
+    for d in (www, shop):
+        assert d["catchup"] is False and d["max_active_runs"] == 1
+        assert "Sitemaps for" in d["doc_md"] and "When a run fails" in d["doc_md"]
+        assert d["params"] == ["allow_shrink", "dry_run", "force"]
+        assert sorted(d["tasks"]) == sorted(TASKS)
+        for task_id, t in d["tasks"].items():
+            assert t["retries"] == 3, task_id
+            assert t["retry_delay"] == 30 and t["backoff"] == 2.0, task_id
+            assert "*If it fails*" in t["doc_md"] or "Runs only when" in t["doc_md"], task_id
+        t = d["tasks"]
+        assert t["render"]["mapped"] and not t["publish"]["mapped"]
+        # publish runs when render was mapped over zero batches (skipped); finish never
+        # runs after a failure, so a failed run keeps the work files a retry needs.
+        assert t["publish"]["trigger_rule"] == "none_failed"
+        assert t["finish"]["trigger_rule"] == "none_failed"
+        assert t["gc"]["trigger_rule"] == "all_success"
+        assert t["load"]["upstream"] == ["begin"]
+        assert t["plan"]["upstream"] == ["begin", "diff"]
+        assert t["render"]["upstream"] == ["begin", "plan"]
+        assert t["publish"]["upstream"] == ["begin", "render"]
+        assert t["finish"]["upstream"] == ["begin", "publish"]
+    assert www["tasks"]["publish"]["outlets"] == [
+        ["sitemaps_www_manifest", "s3://sitemaps/www/manifest.json"]]
+
+
+def test_the_demo_site_config_parses(bags: dict[str, dict]) -> None:
+    bag = bags["demo"]
+    assert bag["import_errors"] == {}
+    assert list(bag["dags"]) == ["sitemaps_demo"]
+    assert bag["dags"]["sitemaps_demo"]["tags"] == ["demo", "sitemaps"]
+
+
+def test_a_bad_site_config_is_an_import_error_that_says_what_to_fix(
+        bags: dict[str, dict]) -> None:
+    bag = bags["bad_key"]
+    assert bag["dags"] == {}
+    (error,) = bag["import_errors"].values()
+    assert "[sites.www]: unknown keys ['shedule']" in error
+
+
+@pytest.mark.parametrize("config, cron", [("bad_cron_range", "61 * * * *"),
+                                          ("bad_cron_words", "every night")])
+def test_a_bad_cron_is_an_import_error(bags: dict[str, dict], config: str, cron: str) -> None:
+    bag = bags[config]
+    assert bag["dags"] == {}
+    (error,) = bag["import_errors"].values()
+    assert f"site 'www': schedule '{cron}' is not a valid cron expression" in error

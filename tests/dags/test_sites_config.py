@@ -1,0 +1,103 @@
+"""The site configuration file of the DAGs (plain Python: no Airflow needed)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from pipeline.errors import ConfigError
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _load() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("sitemaps_sites", ROOT / "dags" / "sitemaps_sites.py")
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("sitemaps_sites", mod)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+sites = _load()
+
+BASE = {"site_url": "https://www.example.com/", "inventory": "s3://inv/www/",
+        "out": "s3://sitemaps/www/"}
+
+
+def test_defaults_derive_state_work_and_asset_from_out_and_inventory() -> None:
+    (s,) = sites.parse_sites({"sites": {"www": BASE}})
+    assert s.dag_id == "sitemaps_www"
+    assert s.state_uri == "s3://sitemaps/www/_state"
+    assert s.work_uri == "s3://sitemaps/www/_state/runs"
+    assert s.inventory_asset_uri == "s3://inv/www/"
+    assert s.manifest_uri == "s3://sitemaps/www/manifest.json"
+    assert s.schedule == "0 3 * * *" and s.aws_conn_id is None
+    assert (s.format, s.lease_seconds, s.gc_keep, s.gc_grace_hours) == ("xml", 0, 3, 48)
+    assert s.limits.max_urls == 50_000
+
+
+def test_defaults_table_applies_to_every_site_and_a_site_overrides_it() -> None:
+    data = {"defaults": {"aws_conn_id": "s3", "schedule": "0 1 * * *",
+                         "limits": {"max_urls_per_sitemap": 1000}},
+            "sites": {"a": BASE, "b": {**BASE, "schedule": "0 2 * * *",
+                                       "limits": {"max_sitemaps_per_index": 10}}}}
+    a, b = sites.parse_sites(data)
+    assert (a.aws_conn_id, a.schedule, a.limits.max_urls) == ("s3", "0 1 * * *", 1000)
+    assert (b.schedule, b.limits.max_urls, b.limits.max_sitemaps_per_index) == (
+        "0 2 * * *", 1000, 10)
+
+
+def test_explicit_state_and_work() -> None:
+    (s,) = sites.parse_sites({"sites": {"w": {**BASE, "state": "s3://private/w",
+                                              "work": "s3://scratch/w"}}})
+    assert (s.state_uri, s.work_uri) == ("s3://private/w", "s3://scratch/w")
+
+
+@pytest.mark.parametrize("block, message", [
+    ({"site_url": "https://x/", "out": "s3://o/"}, "missing ['inventory']"),
+    ({**BASE, "shedule": "x"}, "unknown keys ['shedule']"),
+    ({**BASE, "section_depth": "1"}, "section_depth = '1' has the wrong type"),
+    ({**BASE, "limits": {"max_urls_per_sitemap": 50_001}}, "--max-urls-per-sitemap"),
+    ({**BASE, "limits": {"max_urls": 10}}, "unknown limits ['max_urls']"),
+    ({**BASE, "shrink_threshold": 5}, "shares, 0..1"),
+    ({**BASE, "tags": "demo"}, "tags must be a list"),
+    ({**BASE, "format": "html"}, "format must be one of xml, txt"),
+    ({**BASE, "gc_keep": 0}, "gc_keep and section_depth are at least 1"),
+])
+def test_mistakes_are_config_errors_that_name_the_site(block: dict, message: str) -> None:
+    with pytest.raises(ConfigError, match=r"\[sites\.www\]") as exc:
+        sites.parse_sites({"sites": {"www": block}})
+    assert message in str(exc.value)
+
+
+def test_bad_names_and_top_level_keys() -> None:
+    with pytest.raises(ConfigError, match="a site name is"):
+        sites.parse_sites({"sites": {"w w": BASE}})
+    with pytest.raises(ConfigError, match="unknown top-level keys"):
+        sites.parse_sites({"site": {"www": BASE}})
+
+
+def test_load_sites_reads_the_env_file_and_says_how_to_fix_a_missing_one(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "sites.toml"
+    path.write_text('[sites.www]\nsite_url = "https://www.example.com/"\n'
+                    'inventory = "/data/inv.parquet"\nout = "/srv/sitemaps"\n')
+    monkeypatch.setenv(sites.SITES_FILE_ENV, str(path))
+    assert [s.name for s in sites.load_sites()] == ["www"]
+    monkeypatch.setenv(sites.SITES_FILE_ENV, str(tmp_path / "missing.toml"))
+    with pytest.raises(ConfigError, match="SITEMAPS_SITES_FILE"):
+        sites.load_sites()
+    path.write_text("[sites.www\n")
+    monkeypatch.setenv(sites.SITES_FILE_ENV, str(path))
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        sites.load_sites()
+
+
+def test_the_demo_config_is_valid() -> None:
+    (demo,) = sites.load_sites(ROOT / "infra" / "local" / "sites.toml")
+    assert demo.aws_conn_id == "sitemaps_s3" and demo.inventory.startswith("s3://sitemaps/")

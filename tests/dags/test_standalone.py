@@ -1,0 +1,149 @@
+"""Smoke test: `airflow standalone` on a free port runs a site's DAG end to end.
+
+The same launcher as the local stack (infra/local/stack.py): health endpoint, token for the
+generated admin password, the DAG listed by the REST API, unpaused, then triggered the way the
+upstream inventory job triggers it in production (an event on the inventory asset), polled to
+success; the manifest asset event carries the run's summary. Standalone is stopped by its
+process group (SIGTERM, then SIGKILL) whatever happens.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import sys
+import time
+import types
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pipeline.demo import make_inventory
+from tests.dags.airflow_env import ROOT, free_port, requires_airflow
+from tests.s3_fixtures import S3Bucket
+
+pytestmark = [*requires_airflow, pytest.mark.integration]
+
+DAG_ID = "sitemaps_smoke"
+URLS = 2_000
+RUN_TIMEOUT = 240
+
+
+def _load_stack() -> types.ModuleType:
+    name = "sitemaps_infra_local_stack"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, ROOT / "infra" / "local" / "stack.py")
+        assert spec is not None and spec.loader is not None
+        sys.modules[name] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(sys.modules[name])
+    return sys.modules[name]
+
+
+stack = _load_stack()
+
+
+def _wait(what: str, timeout: float, probe: Any, interval: float = 2.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = probe()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+        time.sleep(interval)
+
+
+def _task_logs(home: Path, lines: int = 30) -> str:
+    logs = sorted((home / "logs").rglob("*.log"), key=lambda p: p.stat().st_mtime)[-3:]
+    return "\n".join(f"--- {p}\n" + "\n".join(p.read_text(errors="replace").splitlines()[-lines:])
+                     for p in logs)
+
+
+def test_standalone_runs_the_dag_on_an_inventory_asset_event(
+        tmp_path: Path, airflow_db: Path, s3_bucket: S3Bucket) -> None:
+    timings: dict[str, float] = {}
+    inventory = make_inventory(tmp_path / "inventory.parquet", URLS)
+    s3_bucket.client.upload_file(str(inventory), s3_bucket.name, "inventory/inv.parquet")
+    sites = tmp_path / "sites.toml"
+    sites.write_text(f"""
+[sites.smoke]
+site_url = "https://www.example.com/"
+inventory = "{s3_bucket.url('inventory/inv.parquet')}"
+out = "{s3_bucket.url('out/')}"
+aws_conn_id = "{stack.CONN_ID}"
+""")
+    home = tmp_path / "airflow"
+    home.mkdir()
+    shutil.copyfile(airflow_db, home / "airflow.db")
+    port = free_port()
+    base = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env = stack.airflow_env(home, port, sites_file=sites, base=base, s3_conn=(
+        stack.connection_uri_env(s3_bucket.endpoint_url, s3_bucket.access_key,
+                                 s3_bucket.secret_key)))
+    env.update({"AWS_CONFIG_FILE": os.devnull, "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
+                "PYTHONPATH": str(ROOT)})
+    airflow = stack.AirflowStandalone(home, port, env)
+    t0 = time.monotonic()
+    try:
+        airflow.start(timeout=180)
+        timings["healthy"] = time.monotonic() - t0
+        health = airflow.health()
+        assert all(health[c]["status"] == "healthy" for c in stack.HEALTH_COMPONENTS), health
+
+        assert airflow.admin_password(), "standalone wrote no admin password"
+        token = airflow.token()
+
+        def dag_listed() -> bool:
+            dags = airflow.call("GET", "/api/v2/dags?dag_id_pattern=sitemaps", token=token)
+            return DAG_ID in [d["dag_id"] for d in dags["dags"]]
+
+        _wait("the DAG in /api/v2/dags", 120, dag_listed)
+        timings["listed"] = time.monotonic() - t0
+        airflow.call("PATCH", f"/api/v2/dags/{DAG_ID}", {"is_paused": False}, token=token)
+
+        # What the upstream inventory job does when it has written a new inventory.
+        assets = airflow.call("GET", "/api/v2/assets?uri_pattern=inventory", token=token)
+        (inventory_asset,) = [a for a in assets["assets"]
+                              if a["uri"] == s3_bucket.url("inventory/inv.parquet")]
+        airflow.call("POST", "/api/v2/assets/events",
+                     {"asset_id": inventory_asset["id"], "extra": {"rows": URLS}}, token=token)
+
+        def runs_done() -> list[dict[str, Any]] | None:
+            runs = airflow.call("GET", f"/api/v2/dags/{DAG_ID}/dagRuns", token=token)["dag_runs"]
+            if any(r["state"] == "failed" for r in runs):
+                raise AssertionError(f"a run failed: {runs}\n{_task_logs(home)}")
+            asset_runs = [r for r in runs if r["run_type"] == "asset_triggered"]
+            if asset_runs and all(r["state"] == "success" for r in runs):
+                return runs
+            return None
+
+        runs = _wait("the asset-triggered run to succeed", RUN_TIMEOUT, runs_done, 3)
+        timings["runs done"] = time.monotonic() - t0
+        (asset_run,) = [r for r in runs if r["run_type"] == "asset_triggered"]
+        assert asset_run["logical_date"] is None  # run_time fell back to the run's own time
+
+        # The manifest asset's events carry the summary; the first run published.
+        assets = airflow.call("GET", "/api/v2/assets?uri_pattern=manifest", token=token)
+        (manifest_asset,) = [a for a in assets["assets"]
+                             if a["uri"] == s3_bucket.url("out/manifest.json")]
+        assert manifest_asset["name"] == f"{DAG_ID}_manifest"
+        events = airflow.call("GET", f"/api/v2/assets/events?asset_id={manifest_asset['id']}",
+                              token=token)["asset_events"]
+        assert {e["source_run_id"] for e in events} == {r["dag_run_id"] for r in runs}
+        extras = [e["extra"] for e in events]
+        assert any(x["published"] for x in extras)
+        manifest = s3_bucket.client.get_object(Bucket=s3_bucket.name, Key="out/manifest.json")
+        live = json.loads(manifest["Body"].read())
+        for x in extras:
+            assert x["generation"] == live["generation"]
+            assert x["counts"]["published"] == live["counts"]["published"] > URLS * 0.9
+            assert x["root_indexes"] == [i["url"] for i in live["indexes"]]
+    finally:
+        t = time.monotonic()
+        airflow.stop(timeout=20)
+        timings["stop"] = time.monotonic() - t
+        print("standalone timings (s):", {k: round(v, 1) for k, v in timings.items()})
+    assert airflow.pid is None
