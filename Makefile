@@ -4,7 +4,7 @@ VENV ?= .venv
 PYTHON ?= python3
 PY := $(VENV)/bin/python
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint bench clean chromium
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -15,7 +15,13 @@ $(VENV)/.installed: pyproject.toml
 demo: $(VENV)/.installed
 	$(VENV)/bin/sitemaps demo
 
-test: $(VENV)/.installed
+# Debian's Chromium renders the run report in one test (tests/integration/test_report_browser.py).
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } || \
+	  echo "warning: could not install chromium (apt-get, as root); the report screenshot test will fail" >&2
+
+test: $(VENV)/.installed chromium
 	$(PY) -m pytest
 
 lint: $(VENV)/.installed

@@ -46,6 +46,14 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
                    help="gc deletes only files older than this (default 48)")
     p.add_argument("--no-gc", action="store_true", help="do not garbage-collect after publishing")
     p.add_argument("--json", action="store_true", help="print the run summary as JSON")
+    p.add_argument("--feed-days", type=float, default=7.0,
+                   help="feed.atom lists the changes of this many days (default 7; 0: no feed)")
+    p.add_argument("--no-report", action="store_true", help="do not write report.html")
+    p.add_argument("--indexnow-key", help="submit each generation's changed URLs to IndexNow "
+                                          "with this key (default: off)")
+    p.add_argument("--indexnow-key-location", help="URL of the key file "
+                                                   "(default https://<host>/<key>.txt)")
+    p.add_argument("--indexnow-endpoint", help="default https://api.indexnow.org/indexnow")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -84,6 +92,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--grace-hours", type=float, default=48.0)
     p.add_argument("--dry-run", action="store_true", help="list what would be deleted")
     p.add_argument("--json", action="store_true")
+
+    from pipeline import cli_notify
+
+    cli_notify.add_parsers(sub)
     return parser
 
 
@@ -99,7 +111,10 @@ def _options(args: argparse.Namespace) -> Any:
         shrink_threshold=args.shrink_threshold, max_reject_share=args.max_reject_share,
         force=args.force, lease_seconds=args.lease_seconds, format=args.format,
         keep_generations=args.keep_generations,
-        gc_grace_hours=None if args.no_gc else args.gc_grace_hours)
+        gc_grace_hours=None if args.no_gc else args.gc_grace_hours,
+        feed_days=args.feed_days or None, report=not args.no_report,
+        indexnow_key=args.indexnow_key, indexnow_key_location=args.indexnow_key_location,
+        indexnow_endpoint=args.indexnow_endpoint)
 
 
 def _print_summary(summary: dict[str, Any], as_json: bool) -> None:
@@ -214,6 +229,15 @@ def cmd_gc(args: argparse.Namespace) -> int:
 
 COMMANDS = {"run": cmd_run, "demo": cmd_demo, "status": cmd_status, "diff": cmd_diff,
             "gc": cmd_gc}
+
+
+def _notify_commands() -> None:
+    from pipeline.cli_notify import COMMANDS as NOTIFY_COMMANDS
+
+    COMMANDS.update(NOTIFY_COMMANDS)
+
+
+_notify_commands()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -22,6 +22,8 @@ log = logging.getLogger(__name__)
 
 DEFAULT_KEEP = 3
 DEFAULT_GRACE_HOURS = 48.0
+#: Generations of the last days kept too: the change feed covers 7 days.
+DEFAULT_KEEP_DAYS = 7.0
 
 
 def referenced_keys(out: storage.Storage, generations: list[str]) -> set[str]:
@@ -33,6 +35,7 @@ def referenced_keys(out: storage.Storage, generations: list[str]) -> set[str]:
             continue
         m = json.loads(raw)
         keys.add(f"{GENERATIONS_FOLDER}/{gen}/manifest.json")
+        keys.add(f"{GENERATIONS_FOLDER}/{gen}/report.html")
         keys.update(s["key"] for s in m["sitemaps"])
         keys.update(i["generation_key"] for i in m["indexes"])
     return keys
@@ -40,7 +43,7 @@ def referenced_keys(out: storage.Storage, generations: list[str]) -> set[str]:
 
 def gc(out_uri: str, state_uri: str, *, keep: int = DEFAULT_KEEP,
        grace_hours: float = DEFAULT_GRACE_HOURS, dry_run: bool = False,
-       now: datetime | None = None) -> dict[str, Any]:
+       now: datetime | None = None, keep_days: float = DEFAULT_KEEP_DAYS) -> dict[str, Any]:
     """Delete (or, with `dry_run`, list) what no kept generation references."""
     if keep < 1:
         raise ValueError("keep must be at least 1: the live generation is always kept")
@@ -50,7 +53,11 @@ def gc(out_uri: str, state_uri: str, *, keep: int = DEFAULT_KEEP,
     cutoff = (now or datetime.now(UTC)) - timedelta(hours=grace_hours)
     if live.manifest is None:
         return {"kept_generations": [], "deleted": [], "dry_run": dry_run, "aborted_uploads": 0}
-    kept = list(live.manifest.get("history") or [live.manifest["generation"]])[:keep]
+    history = list(live.manifest.get("history") or [live.manifest["generation"]])
+    # The last `keep` generations, and every one of the last `keep_days` (the feed and the
+    # report's trend read them); generation ids start with their UTC time.
+    since = ((now or datetime.now(UTC)) - timedelta(days=keep_days)).strftime("%Y%m%dT%H%M%SZ")
+    kept = history[:keep] + [g for g in history[keep:] if g >= since]
     needed = referenced_keys(out, kept)
     # The live manifest itself must never lose what it lists, whatever the history says.
     needed.update(s["key"] for s in live.manifest["sitemaps"])

@@ -33,12 +33,10 @@ from xml.sax.saxutils import escape, quoteattr
 
 from pipeline import sql, storage
 from pipeline.errors import ConfigError
-from pipeline.publish import GENERATIONS_FOLDER, public_join, read_live, repair_root
+from pipeline.publish import FEED_KEY, GENERATIONS_FOLDER, public_join, read_live, repair_root
 
 log = logging.getLogger(__name__)
 
-#: The feed's key, beside the root index (publish.robots_lines lists it once it exists).
-FEED_KEY = "feed.atom"
 ATOM_NS = "http://www.w3.org/2005/Atom"
 DEFAULT_FEED_DAYS = 7
 #: Entries of one feed at most (the newest changes are kept).
@@ -324,7 +322,6 @@ def write_feed(out_uri: str, state_uri: str | None = None, *, days: float = DEFA
     out = storage.open_storage(out_uri)
     written = out.read_bytes_or_none(FEED_KEY) != body
     if written:
-        # TODO(lead): ".atom": "application/atom+xml" in storage.CONTENT_TYPES.
         out.write_bytes(FEED_KEY, body, cache_control=storage.CACHE_SHORT)
     if truncated:
         log.info("notify: the feed keeps the newest %d changes only", max_entries)

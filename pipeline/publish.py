@@ -33,6 +33,8 @@ log = logging.getLogger(__name__)
 
 LIVE_MANIFEST_KEY = "manifest.json"
 ROBOTS_KEY = "robots-sitemaps.txt"
+#: The feed of recent changes (written by pipeline.notify), beside the root index.
+FEED_KEY = "feed.atom"
 GENERATIONS_FOLDER = "generations"
 ROOT_INDEX_NAME = "sitemap_index.xml"
 MANIFEST_FORMAT = 1
@@ -193,9 +195,13 @@ def publish(out_uri: str, *, rendered: list[RenderedFile], live: LiveState, site
     return PublishResult(generation, True, manifest, warnings)
 
 
-def robots_lines(manifest: dict[str, Any]) -> bytes:
-    """One `Sitemap:` line per root index of the manifest."""
-    return "".join(f"Sitemap: {i['url']}\n" for i in manifest["indexes"]).encode()
+def robots_lines(manifest: dict[str, Any], feed: bool = False) -> bytes:
+    """One `Sitemap:` line per root index of the manifest, then the feed's (a feed is a
+    valid sitemap for the sitemaps.org protocol) when the output has one."""
+    urls = [i["url"] for i in manifest["indexes"]]
+    if feed:
+        urls.append(public_join(manifest["public_url"], FEED_KEY))
+    return "".join(f"Sitemap: {u}\n" for u in urls).encode()
 
 
 def repair_root(out: storage.Storage, manifest: dict[str, Any],
@@ -207,7 +213,7 @@ def repair_root(out: storage.Storage, manifest: dict[str, Any],
         if out.read_bytes_or_none(index["key"]) != want:
             out.write_bytes(index["key"], want, cache_control=storage.CACHE_SHORT)
             fixed += 1
-    robots = robots_lines(manifest)
+    robots = robots_lines(manifest, feed=out.exists(FEED_KEY))
     if out.read_bytes_or_none(ROBOTS_KEY) != robots:
         out.write_bytes(ROBOTS_KEY, robots, cache_control=storage.CACHE_SHORT)
         fixed += 1

@@ -39,6 +39,15 @@ def run(opts: RunOptions, progress: Progress = QUIET) -> dict[str, Any]:
         t = time.monotonic()
         summary = steps.publish_step(ctx, [rendered["uri"]])
         seconds["publish"] = round(time.monotonic() - t, 3)
+        if opts.feed_days or opts.report or opts.indexnow_key:
+            from pipeline.notify import notify_step
+
+            t = time.monotonic()
+            summary["notify"] = notify_step(
+                ctx, summary, indexnow_key=opts.indexnow_key,
+                indexnow_endpoint=opts.indexnow_endpoint, key_location=opts.indexnow_key_location,
+                feed_days=opts.feed_days, report=opts.report)
+            seconds["notify"] = round(time.monotonic() - t, 3)
         summary["gc"] = steps.gc_step(ctx)
     finally:
         steps.finish(ctx)

@@ -64,6 +64,13 @@ class RunOptions:
     format: str = "xml"
     #: Diff against this snapshot instead of the live generation's (dry runs from a state URI).
     compare_snapshot: str | None = None
+    #: Notify after publishing (pipeline.notify): the feed of this many days' changes
+    #: (None: no feed), the HTML run report, IndexNow (off without a key).
+    feed_days: float | None = None
+    report: bool = False
+    indexnow_key: str | None = None
+    indexnow_key_location: str | None = None
+    indexnow_endpoint: str | None = None
 
     @property
     def state_uri(self) -> str:

@@ -39,6 +39,7 @@ CONTENT_TYPES = {
     ".txt": "text/plain; charset=utf-8",
     ".parquet": "application/vnd.apache.parquet",
     ".html": "text/html; charset=utf-8",
+    ".atom": "application/atom+xml",
 }
 #: Shard files never change under their key: CDNs may keep them for a year.
 CACHE_IMMUTABLE = "public, max-age=31536000, immutable"
@@ -47,6 +48,8 @@ CACHE_SHORT = "public, max-age=300"
 #: smart_open's multipart part size on S3.
 S3_PART_SIZE = 16 * 1024 * 1024
 
+_UMASK = os.umask(0)
+os.umask(_UMASK)
 _TRANSIENT_CODES = {
     "SlowDown", "Throttling", "ThrottlingException", "RequestTimeout", "InternalError",
     "ServiceUnavailable", "503", "500", "502", "504", "RequestTimeTooSkewed",
@@ -163,6 +166,8 @@ class LocalStorage(Storage):
         target.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=target.parent)
         try:
+            # mkstemp makes 0600; published files must be readable by a web server.
+            os.fchmod(fd, 0o666 & ~_UMASK)
             with os.fdopen(fd, "wb") as f:
                 yield f
             os.replace(tmp, target)

@@ -1,0 +1,84 @@
+"""The run report after real runs: counts, embedded charts, the trend, one page per generation."""
+
+from __future__ import annotations
+
+import base64
+import re
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from lxml import html as lxml_html
+
+from pipeline.config import Limits
+from pipeline.report import REPORT_KEY, write_generation_report, write_report
+from pipeline.run import RunOptions, run
+from tests.output_check import write_inventory
+
+pytestmark = pytest.mark.integration
+SITE = "https://www.example.com/"
+T0 = datetime(2026, 12, 1, 3, 0, tzinfo=UTC)
+LIMITS = Limits(max_urls=10)
+
+
+def publish_two(tmp_path: Path) -> tuple[str, list[dict]]:
+    out = str(tmp_path / "out")
+    urls = [f"{SITE}product/{i:03d}" for i in range(25)] + [f"{SITE}blog/{i}" for i in range(4)]
+    bad = ["https://other.example.org/x", "ftp://www.example.com/y"]
+    summaries = []
+    for n, inventory in enumerate([urls + bad, urls[1:] + [f"{SITE}news/1"] + bad]):
+        inv = write_inventory(tmp_path / f"inv{n}.parquet", {"url": inventory})
+        summaries.append(run(RunOptions(inventory=str(inv), site_url=SITE, out=out,
+                                        limits=LIMITS, max_reject_share=0.2,
+                                        run_time=T0 + timedelta(days=n))))
+    return out, summaries
+
+
+def cells(doc: lxml_html.HtmlElement, table: str) -> dict[str, str]:
+    rows = doc.xpath(f"//table[{table}]//tr[td]")
+    return {r.xpath("td[1]")[0].text_content(): r.xpath("td[2]")[0].text_content() for r in rows}
+
+
+def test_report_shows_counts_charts_sections_and_trend(tmp_path: Path) -> None:
+    out, summaries = publish_two(tmp_path)
+    uri = write_report(out, limits=LIMITS)
+    assert uri == f"{out}/{REPORT_KEY}"
+    page = Path(uri).read_text(encoding="utf-8")
+    gen = summaries[-1]["generation"]
+    assert Path(out, "generations", gen, REPORT_KEY).read_text(encoding="utf-8") == page
+    doc = lxml_html.fromstring(page)
+    assert gen in doc.findtext(".//h1")
+
+    c = summaries[-1]["counts"]
+    counts = cells(doc, "@class='counts'")
+    assert counts["input rows"] == f"{c['input_rows']:,}" == "31"
+    assert counts["published URLs"] == "29"
+    assert (counts["added"], counts["removed"], counts["changed"]) == ("1", "1", "0")
+    assert counts["rejected rows"] == "2"
+    assert counts["shards written"] == str(c["shards_written"])
+    assert counts["shards reused"] == str(c["shards_reused"])
+    reasons = cells(doc, "tr/th[1][text()='reason']")
+    assert reasons == {"not_http": "1", "off_site": "1"}
+
+    images = doc.xpath("//img/@src")
+    assert len(images) == 3  # shard fill, largest sections, trend
+    for src in images:
+        assert src.startswith("data:image/png;base64,")
+        png = base64.b64decode(src.split(",", 1)[1])
+        assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 5_000
+    assert "20 URLs" not in page and "10 URLs" in page  # the run's limits, not the protocol's
+
+    sections = cells(doc, "tr/th[1][text()='section']")
+    assert list(sections) == ["product", "blog", "news"] and sections["product"] == "24"
+    trend_gens = doc.xpath("//table[tr/th[1][text()='generation']]//tr/td[1]/text()")
+    assert trend_gens == [s["generation"] for s in reversed(summaries)]
+    assert not re.search(r"https?://(?!www\.example\.com)", page)  # self-contained
+
+
+def test_an_older_generation_keeps_its_own_report(tmp_path: Path) -> None:
+    out, summaries = publish_two(tmp_path)
+    first = summaries[0]["generation"]
+    uri = write_generation_report(out, first)
+    page = Path(uri).read_text(encoding="utf-8")
+    assert first in page and summaries[1]["generation"] not in page
+    assert not Path(out, REPORT_KEY).exists()  # the root report is the live one's only
