@@ -111,6 +111,11 @@ the manifest asset event with the run's summary in its extra. Skipped in a dry r
     "gc": """\
 Removes shard and generation files that no kept generation references, after a
 grace period. *If it fails*: the new sitemaps are already live; clear it later.""",
+    "notify": """\
+Writes the feed of recent changes (feed.atom, listed in robots-sitemaps.txt) and the HTML run
+report (report.html beside the manifest), and submits changed URLs to IndexNow when the site
+has a key. *If it fails*: the new sitemaps are already live; a refused IndexNow submission is
+only a warning; clear the task to write the feed and report again.""",
     "finish": """\
 Removes the run's work files (and gives back the output's lease, if the site uses one).
 Runs only when publish succeeded (or was skipped by a dry run), so a failed run keeps what
@@ -329,6 +334,19 @@ def build_dag(site: SiteConfig) -> Any:
             log.info("gc: %s", ", ".join(f"{k} {v}" for k, v in counts.items()))
             return counts
 
+        @task(doc_md=TASK_DOCS["notify"])
+        def notify(ctx: dict[str, Any], summary: dict[str, Any]) -> dict[str, Any]:
+            from pipeline.notify import notify_step
+
+            with step(site):
+                counts = notify_step(
+                    ctx, summary, indexnow_key=site.indexnow_key,
+                    indexnow_endpoint=site.indexnow_endpoint,
+                    key_location=site.indexnow_key_location, feed_days=site.feed_days,
+                    report=site.report)
+            log.info("notify: %s", ", ".join(f"{k} {v}" for k, v in counts.items()))
+            return counts
+
         @task(doc_md=TASK_DOCS["finish"], trigger_rule="none_failed")
         def finish(ctx: dict[str, Any]) -> None:
             from pipeline import steps
@@ -343,6 +361,7 @@ def build_dag(site: SiteConfig) -> Any:
         rendered = render.partial(ctx=ctx).expand(batch=planned)
         published = publish(ctx, rendered)
         published >> [gc(ctx), finish(ctx)]
+        notify(ctx, published)
 
     return sitemaps()
 

@@ -79,6 +79,13 @@ class SiteConfig:
     lease_seconds: float = 0.0
     gc_keep: int = 3
     gc_grace_hours: float = 48.0
+    #: After publish (the notify task): days of changes in feed.atom, the HTML run report,
+    #: and IndexNow submission of changed URLs when a key is set (off by default).
+    feed_days: float = 7.0
+    report: bool = True
+    indexnow_key: str | None = None
+    indexnow_endpoint: str | None = None
+    indexnow_key_location: str | None = None
     tags: tuple[str, ...] = ()
 
     @property
@@ -117,7 +124,8 @@ _NUMBER = (int, float)
 _TYPES: dict[str, type | tuple[type, ...]] = {
     "section_depth": int, "render_batch_bytes": int, "gc_keep": int,
     "shrink_threshold": _NUMBER, "max_reject_share": _NUMBER,
-    "gc_grace_hours": _NUMBER, "lease_seconds": _NUMBER,
+    "gc_grace_hours": _NUMBER, "lease_seconds": _NUMBER, "feed_days": _NUMBER,
+    "report": bool,
 }
 
 
@@ -129,6 +137,10 @@ def _check_type(where: str, key: str, value: Any) -> Any:
         if not (isinstance(value, list) and all(isinstance(t, str) for t in value)):
             raise ConfigError(f"{where}: tags must be a list of strings")
         return tuple(value)
+    if expected is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"{where}: {key} = {value!r} must be true or false")
+        return value
     if isinstance(value, bool) or not isinstance(value, expected):
         raise ConfigError(f"{where}: {key} = {value!r} has the wrong type")
     if expected == _NUMBER:

@@ -13,7 +13,7 @@ from tests.dags.airflow_env import DAGS_FOLDER, ROOT, new_home, requires_airflow
 
 pytestmark = requires_airflow
 
-TASKS = ["begin", "load", "diff", "plan", "render", "publish", "gc", "finish"]
+TASKS = ["begin", "load", "diff", "plan", "render", "publish", "gc", "notify", "finish"]
 
 TWO_SITES = """
 [defaults]
