@@ -75,13 +75,7 @@ def load_seaweedfs() -> types.ModuleType:
 
 
 def port_is_free(port: int) -> bool:
-    with socket.socket() as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
+    return bool(load_seaweedfs()._port_is_free(port))  # one rule for both launchers
 
 
 def free_port() -> int:
@@ -128,17 +122,7 @@ def airflow_env(home: Path, port: int, *, sites_file: Path, s3_conn: str | None,
 
 
 def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    with contextlib.suppress(OSError, IndexError):
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        if stat.rsplit(")", 1)[1].split()[0] == "Z":
-            return False
-    return True
+    return bool(load_seaweedfs()._pid_alive(pid))  # zombies count as dead there too
 
 
 def _group_alive(pgid: int) -> bool:
