@@ -21,7 +21,12 @@ chromium:
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } || \
 	  echo "warning: could not install chromium (apt-get, as root); the report screenshot test will fail" >&2
 
-test: $(VENV)/.installed chromium
+# checkov pins old boto3 and packaging: it lives in a virtualenv of its own.
+$(VENV)/checkov/bin/checkov: $(VENV)/.installed
+	$(PYTHON) -m venv $(VENV)/checkov
+	$(VENV)/checkov/bin/pip install -q 'checkov>=3.2,<4'
+
+test: $(VENV)/.installed $(VENV)/checkov/bin/checkov chromium
 	$(PY) -m pytest
 
 lint: $(VENV)/.installed

@@ -16,7 +16,10 @@ from typing import Any
 
 import duckdb
 
-SQL_DIR = Path(__file__).resolve().parent.parent / "sql"
+#: Beside the package in a checkout (editable install), else where a wheel puts it.
+SQL_DIR = next((d for d in (Path(__file__).resolve().parent.parent / "sql",
+                            Path(sys.prefix) / "share" / "sitemap-pipeline" / "sql")
+                if d.is_dir()), Path(__file__).resolve().parent.parent / "sql")
 
 def _default_memory_limit() -> str:
     """A quarter of the machine's memory (at least 1 GB): DuckDB spills to disk past it."""

@@ -513,7 +513,8 @@ class S3Storage(Storage):
     def abort_incomplete_uploads(self, older_than: datetime) -> int:
         n = 0
         with self._errors(""):
-            resp = self.client.list_multipart_uploads(Bucket=self.bucket, Prefix=self.prefix)
+            resp = self.client.list_multipart_uploads(
+                Bucket=self.bucket, Prefix=self.prefix + "/" if self.prefix else "")
             for up in resp.get("Uploads", []):
                 if up["Initiated"] < older_than:
                     self.client.abort_multipart_upload(
