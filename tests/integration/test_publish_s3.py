@@ -245,11 +245,11 @@ def test_gc_keeps_what_kept_generations_reference(s3_bucket: Any, tmp_path: Path
     store = storage.open_storage(out)
     shard_keys = {o.key for o in store.list("sitemaps/")}
     state = storage.join(out, "_state")
-    kept = gc(out, state, keep=2, grace_hours=48, dry_run=False)
+    kept = gc(out, state, keep=2, grace_hours=48, dry_run=False, keep_days=0)
     assert kept["deleted"] == []  # everything is younger than the grace period
-    dry = gc(out, state, keep=2, grace_hours=0, dry_run=True)
+    dry = gc(out, state, keep=2, grace_hours=0, dry_run=True, keep_days=0)
     assert dry["deleted"] and {o.key for o in store.list("sitemaps/")} == shard_keys
-    done = gc(out, state, keep=2, grace_hours=0)
+    done = gc(out, state, keep=2, grace_hours=0, keep_days=0)
     assert sorted(done["deleted"]) == sorted(dry["deleted"])
     read_output(out, max_urls=50)  # the live generation is whole
     import json
@@ -293,3 +293,14 @@ def test_bad_storage_gives_clear_errors(s3_bucket: Any, tmp_path: Path,
     monkeypatch.setenv("SITEMAPS_S3_CONNECT_TIMEOUT", "1")
     with pytest.raises(TransientError, match="cannot reach"):
         run(opts(inv, out))
+
+
+def test_gc_keeps_a_week_of_generations_for_the_feed(s3_bucket: Any, tmp_path: Path) -> None:
+    out = s3_bucket.url("gcweek")
+    for i in range(4):
+        run(opts(inventory(tmp_path, 100, f"w{i}.parquet", i * 10), out, allow_shrink=True,
+                 run_time=T0 + timedelta(days=3 * i), gc_grace_hours=None))
+    result = gc(out, storage.join(out, "_state"), keep=1, grace_hours=0, dry_run=True,
+                now=T0 + timedelta(days=9, hours=1))
+    # keep=1 keeps the live one (day 9); keep_days=7 adds days 6 and 3, not day 0.
+    assert len(result["kept_generations"]) == 3
