@@ -22,7 +22,7 @@ SITE = "https://www.example.com/"
 def test_report_renders_in_headless_chromium(tmp_path: Path) -> None:
     if not os.access(CHROMIUM, os.X_OK):
         pytest.fail(f"{CHROMIUM} is not installed: the browser tests need it "
-                    "(apt-get install -y chromium; .ci/run installs it), or deselect them "
+                    "(apt-get install -y chromium; `make test` installs it), or deselect them "
                     "with -m 'not browser'", pytrace=False)
     inv = write_inventory(tmp_path / "inv.parquet",
                           {"url": [f"{SITE}{s}/{i}" for s in ("a", "b") for i in range(15)]})
