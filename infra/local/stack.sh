@@ -6,10 +6,5 @@
 # The interpreter: $PYTHON, else .venv/bin/python of the repo, else python3. It needs the
 # project with Airflow installed (pip install -e '.[dev]').
 set -eu
-here=$(CDPATH= cd -- "$(dirname -- "$0")" && pwd)
-root=$(CDPATH= cd -- "$here/../.." && pwd)
-py=${PYTHON:-"$root/.venv/bin/python"}
-if [ ! -x "$py" ] && ! command -v "$py" >/dev/null 2>&1; then
-    py=python3
-fi
+. "$(dirname -- "$0")/python.sh"
 exec "$py" "$here/stack.py" "$@"
