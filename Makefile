@@ -4,7 +4,7 @@ VENV ?= .venv
 PYTHON ?= python3
 PY := $(VENV)/bin/python
 
-.PHONY: demo test lint bench clean chromium
+.PHONY: demo test lint bench clean chromium cluster-services
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,12 +21,20 @@ chromium:
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } || \
 	  echo "warning: could not install chromium (apt-get, as root); the report screenshot test will fail" >&2
 
+# Debian's PostgreSQL and Redis: the metadata DB and broker of the distributed local stack
+# (infra/local/cluster.sh), which tests/integration/test_celery_cluster.py starts.
+cluster-services:
+	@{ command -v redis-server >/dev/null 2>&1 && ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; } || \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	    postgresql redis-server >/dev/null; } || \
+	  echo "warning: could not install postgresql and redis-server (apt-get, as root); the Celery cluster tests will fail" >&2
+
 # checkov pins old boto3 and packaging: it lives in a virtualenv of its own.
 $(VENV)/checkov/bin/checkov: $(VENV)/.installed
 	$(PYTHON) -m venv $(VENV)/checkov
 	$(VENV)/checkov/bin/pip install -q 'checkov>=3.2,<4'
 
-test: $(VENV)/.installed $(VENV)/checkov/bin/checkov chromium
+test: $(VENV)/.installed $(VENV)/checkov/bin/checkov chromium cluster-services
 	$(PY) -m pytest
 
 lint: $(VENV)/.installed

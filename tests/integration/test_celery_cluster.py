@@ -1,0 +1,191 @@
+"""The DAGs on the CeleryExecutor: the distributed local stack (infra/local/cluster.py).
+
+PostgreSQL, Redis, the Airflow api-server, scheduler, dag-processor, triggerer and two Celery
+workers with distinct hostnames, against the test session's SeaweedFS. Unpausing a site's DAG
+makes its scheduled run (the last 03:00 tick); mapped render must run on both workers and
+publish what the CLI publishes for the same inventory and run time. Then a worker is killed
+(SIGKILL of its process group) while it renders: the scheduler sees the heartbeat stop, the
+try fails, the retry runs on the other worker and the run publishes a whole generation.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import time
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Any
+
+import pytest
+
+from pipeline.config import Limits
+from pipeline.demo import make_inventory
+from pipeline.run import RunOptions, run
+from tests.dags.airflow_env import ROOT, requires_airflow
+from tests.output_check import read_output
+
+pytestmark = [*requires_airflow, pytest.mark.integration]
+
+SITE = "https://www.example.com/"
+PUBLIC = "https://www.example.com/sitemaps/"
+BUCKET = "celery-cluster"
+URLS = 20_000
+MAX_URLS = 500
+#: 40 shards of about 45 kB of <url> lines: about 8 render batches, spread over two workers.
+RENDER_BATCH_BYTES = 250_000
+RUN_TIMEOUT = 420
+
+
+def _load_cluster() -> Any:
+    name = "sitemaps_infra_local_cluster"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, ROOT / "infra/local/cluster.py")
+        assert spec is not None and spec.loader is not None
+        sys.modules[name] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(sys.modules[name])
+    return sys.modules[name]
+
+
+def site_block(name: str, out: str) -> str:
+    return f"""
+[sites.{name}]
+site_url = "{SITE}"
+public_url = "{PUBLIC}"
+inventory = "s3://{BUCKET}/inventory/inv.parquet"
+out = "s3://{BUCKET}/{out}"
+aws_conn_id = "sitemaps_s3"
+render_batch_bytes = {RENDER_BATCH_BYTES}
+
+[sites.{name}.limits]
+max_urls_per_sitemap = {MAX_URLS}
+"""
+
+
+@pytest.fixture(scope="module")
+def cluster(seaweedfs: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    root = tmp_path_factory.mktemp("cluster")
+    seaweedfs.create_bucket(BUCKET)
+    inventory = make_inventory(root / "inventory.parquet", URLS, site=SITE)
+    seaweedfs.client().upload_file(str(inventory), BUCKET, "inventory/inv.parquet")
+    sites = root / "sites.toml"
+    sites.write_text(site_block("spread", "spread/") + site_block("killed", "killed/"))
+    mod = _load_cluster()
+    c = mod.Cluster(root, sites_file=sites, workers=2, concurrency=1, heartbeat_timeout=20,
+                    s3=seaweedfs, extra_env={"PYTHONPATH": str(ROOT)})
+    t = time.monotonic()
+    c.start(timeout=360)
+    print(f"cluster up in {time.monotonic() - t:.0f} s")
+    try:
+        yield c
+    finally:
+        c.stop(timeout=20)
+        assert not any(p.alive() for p in c.parts.values())
+
+
+def _unpause_and_get_run(c: Any, token: str, dag_id: str) -> str:
+    deadline = time.monotonic() + 180
+    while True:  # the dag-processor parses dags/ after start
+        try:
+            c.call("PATCH", f"/api/v2/dags/{dag_id}", {"is_paused": False}, token=token)
+            break
+        except Exception:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(2)
+    while True:  # unpausing makes the run of the last cron tick
+        runs = c.call("GET", f"/api/v2/dags/{dag_id}/dagRuns", token=token)["dag_runs"]
+        if runs:
+            return str(runs[0]["dag_run_id"])
+        assert time.monotonic() < deadline, f"no run of {dag_id}"
+        time.sleep(2)
+
+
+def _wait_run(c: Any, token: str, dag_id: str, run_id: str) -> dict[str, Any]:
+    deadline = time.monotonic() + RUN_TIMEOUT
+    while True:
+        r = c.call("GET", f"/api/v2/dags/{dag_id}/dagRuns/{run_id}", token=token)
+        if r["state"] in ("success", "failed"):
+            return dict(r)
+        assert time.monotonic() < deadline, f"{dag_id} {run_id} still {r['state']}"
+        time.sleep(3)
+
+
+def _task_instances(c: Any, token: str, dag_id: str, run_id: str) -> list[dict[str, Any]]:
+    return list(c.call("GET", f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances?limit=100",
+                       token=token)["task_instances"])
+
+
+def _s3_env(seaweedfs: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    for var, value in seaweedfs.env().items():
+        monkeypatch.setenv(var, value)
+    monkeypatch.setenv("AWS_CONFIG_FILE", "/dev/null")
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/dev/null")
+
+
+def test_mapped_render_runs_on_both_workers_and_publishes_what_the_cli_does(
+        cluster: Any, seaweedfs: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    token = cluster.token()
+    run_id = _unpause_and_get_run(cluster, token, "sitemaps_spread")
+    t = time.monotonic()
+    dag_run = _wait_run(cluster, token, "sitemaps_spread", run_id)
+    print(f"celery run: {time.monotonic() - t:.0f} s")
+    tis = _task_instances(cluster, token, "sitemaps_spread", run_id)
+    assert dag_run["state"] == "success", tis
+    renders = [ti for ti in tis if ti["task_id"] == "render"]
+    assert len(renders) >= 4, renders
+    assert all(ti["state"] == "success" for ti in tis if ti["task_id"] != "render"
+               or ti["map_index"] >= 0), tis
+    hosts = {ti["hostname"] for ti in renders}
+    assert hosts == {"worker-1", "worker-2"}, [(ti["map_index"], ti["hostname"]) for ti in renders]
+
+    # The CLI path, same inventory and run time (the scheduled run's logical date).
+    _s3_env(seaweedfs, monkeypatch)
+    run_time = datetime.fromisoformat(dag_run["logical_date"].replace("Z", "+00:00"))
+    run(RunOptions(inventory=f"s3://{BUCKET}/inventory/inv.parquet", site_url=SITE,
+                   out=f"s3://{BUCKET}/cli/", public_url=PUBLIC,
+                   limits=Limits(max_urls=MAX_URLS), run_time=run_time))
+    dag_out = read_output(f"s3://{BUCKET}/spread/", max_urls=MAX_URLS)
+    cli_out = read_output(f"s3://{BUCKET}/cli/", max_urls=MAX_URLS)
+
+    def files(m: dict[str, Any]) -> list[tuple[Any, ...]]:
+        return sorted((s["key"], s["urls"], s["sha256"], s["lastmod"]) for s in m["sitemaps"])
+
+    assert files(dag_out.manifest) == files(cli_out.manifest)
+    assert len(dag_out.manifest["sitemaps"]) >= URLS // MAX_URLS
+    assert dag_out.manifest["counts"] == cli_out.manifest["counts"]
+    assert dag_out.lastmods == cli_out.lastmods
+
+
+def test_a_worker_killed_mid_render_is_retried_on_the_other_one(
+        cluster: Any, seaweedfs: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    token = cluster.token()
+    run_id = _unpause_and_get_run(cluster, token, "sitemaps_killed")
+    deadline = time.monotonic() + RUN_TIMEOUT
+    victim = None
+    while victim is None:  # the first render task instance seen running
+        for ti in _task_instances(cluster, token, "sitemaps_killed", run_id):
+            if ti["task_id"] == "render" and ti["state"] == "running" and ti["hostname"]:
+                victim = ti
+                break
+        assert time.monotonic() < deadline, "no render task instance was seen running"
+        time.sleep(0.5)
+    killed = victim["hostname"]
+    cluster.kill_worker(killed)
+    print(f"killed {killed} while it ran render[{victim['map_index']}]")
+
+    dag_run = _wait_run(cluster, token, "sitemaps_killed", run_id)
+    tries = cluster.call(
+        "GET", f"/api/v2/dags/sitemaps_killed/dagRuns/{run_id}/taskInstances/render/"
+               f"{victim['map_index']}/tries", token=token)["task_instances"]
+    summary = [(t["try_number"], t["state"], t["hostname"]) for t in tries]
+    print("tries of the killed task:", summary)
+    assert dag_run["state"] == "success", summary
+    assert tries[0]["hostname"] == killed and tries[0]["state"] != "success", summary
+    assert tries[-1]["state"] == "success" and tries[-1]["try_number"] >= 2, summary
+    survivor = ({"worker-1", "worker-2"} - {killed}).pop()
+    assert tries[-1]["hostname"] == survivor, summary
+    # A whole generation: every valid URL of the inventory is in the live sitemaps.
+    _s3_env(seaweedfs, monkeypatch)
+    out = read_output(f"s3://{BUCKET}/killed/", max_urls=MAX_URLS)
+    assert out.manifest["counts"]["published"] == len(out.lastmods) > URLS * 0.9
