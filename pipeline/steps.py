@@ -108,7 +108,8 @@ def begin(opts: RunOptions) -> dict[str, Any]:
         "limits": asdict(opts.limits), "section_depth": opts.section_depth,
         "allow_shrink": opts.allow_shrink, "shrink_threshold": opts.shrink_threshold,
         "max_reject_share": opts.max_reject_share, "force": opts.force,
-        "lease": bool(opts.lease_seconds), "lease_owner": lease_owner, "format": opts.format, "keep_generations": opts.keep_generations,
+        "lease": bool(opts.lease_seconds), "lease_owner": lease_owner, "format": opts.format,
+        "keep_generations": opts.keep_generations,
         "gc_grace_hours": opts.gc_grace_hours, "warnings": warnings,
     }
     log.info("begin: generation %s, live generation %s", generation, live.generation or "none")
