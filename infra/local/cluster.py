@@ -361,7 +361,6 @@ def cmd_up(args: argparse.Namespace) -> int:
     except stack.StackError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    cluster.s3.create_bucket(stack.BUCKET)
     stack._demo_inventory(cluster.s3, args.urls)
     if args.trigger:
         token = cluster.token()
