@@ -92,15 +92,16 @@ def diff(valid_uri: str, snapshot_uri: str | None, run_time: datetime, work_uri:
     return result
 
 
-def save_state(planned_uri: str, work_uri: str, state_uri: str, generation: str) -> dict[str, str]:
-    """Store the generation's snapshot, rejects and changes under the state prefix."""
+def save_state(planned_uris: list[str], work_uri: str, state_uri: str, generation: str
+               ) -> dict[str, str]:
+    """Store the generation's snapshot (from every planned part), rejects and changes."""
     from pipeline.load import REJECTS_KEY
 
     state = storage.open_storage(state_uri)
     work = storage.open_storage(work_uri)
     prefix = f"generations/{generation}"
     con = sql.connect()
-    register_parquet(con, "planned", [planned_uri])
+    register_parquet(con, "planned", list(planned_uris))
     files = {"snapshot": write_parquet(
         con.sql(f"SELECT {', '.join(SNAPSHOT_COLUMNS)} FROM planned"), state,
         f"{prefix}/snapshot.parquet", compression="zstd")}

@@ -5,16 +5,27 @@ rewrites few shards. Only a shard that would break a limit is split (to
 SPLIT_FILL of the limits, leaving room to grow); a shard that fell below
 MERGE_BELOW of the limits is merged into its predecessor when both fit in
 one file; a new section (or a first run) is packed full. Writes
-`planned.parquet` (rows with their shard and rendered line, in file order)
-and `shards.json` under the work prefix.
+`planned/part-NNNNN.parquet` (rows with their shard and rendered line, in file
+order; one file per slice) and `shards.json` under the work prefix.
+
+Slices: the plan works on at most about SLICE_ROWS rows at a time, so its peak
+memory and temp disk are bounded by a slice, not by the inventory. A slice is
+one section's URLs in a range [lo, hi), or several whole small sections. A
+section that had shards is cut only where no previous shard spans the cut (at a
+shard's smallest URL), so a kept shard is never cut; a new section larger than
+a slice is cut at quantiles of a deterministic sample of its URLs. Shard
+numbers stay unique per section across slices: a kept shard keeps its number,
+new ones count on from the section's highest previous number.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
+import itertools
 import json
 import logging
+import os
 import time
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
@@ -34,7 +45,8 @@ from pipeline.sitemap_xml import FORMAT_VERSION, URLSET_FOOTER, urlset_header
 
 log = logging.getLogger(__name__)
 
-PLANNED_KEY = "planned.parquet"
+#: The planned rows, one Parquet per slice: `planned/part-00000.parquet`, ...
+PLANNED_FOLDER = "planned"
 SHARDS_KEY = "shards.json"
 #: A shard that must be split is refilled to this share of the limits.
 SPLIT_FILL = 0.75
@@ -44,6 +56,13 @@ MERGE_BELOW = 0.10
 FORMATS = ("xml", "txt")
 #: Folder of the shard files, below the output root.
 SHARDS_FOLDER = "sitemaps"
+#: Rows planned at a time (SITEMAPS_PLAN_SLICE_ROWS): each slice is assigned, packed,
+#: sorted and written on its own, so plan's peak memory and DuckDB temp disk grow
+#: with this, not with the inventory. At about 250 bytes a row in DuckDB, 4M rows
+#: is about 1 GB per copy; an inventory that fits is planned in one pass as before.
+SLICE_ROWS = int(os.environ.get("SITEMAPS_PLAN_SLICE_ROWS") or 4_000_000)
+#: Sampled URLs per slice when a new section is cut at sample quantiles.
+SAMPLES_PER_SLICE = 1_000
 
 
 @dataclass
@@ -60,6 +79,8 @@ class Shard:
     namespaces: list[str] = field(default_factory=list)
     #: "xml" (a <urlset>) or "txt" (one URL a line, the protocol's text format).
     format: str = "xml"
+    #: Which planned part file (PlanResult.planned_uris[part]) holds its rows.
+    part: int = 0
 
     @property
     def header(self) -> str:
@@ -86,8 +107,10 @@ class Shard:
 
 @dataclass
 class PlanResult:
+    #: In file order: by part, then by row within the part.
     shards: list[Shard]
-    planned_uri: str
+    #: The planned part files, one per slice; Shard.part indexes this list.
+    planned_uris: list[str]
     shards_uri: str
     split: int
     merged: int
@@ -147,14 +170,15 @@ def _groups(stats: list[tuple[Any, ...]], all_limits: Limits, first_run: bool
     return groups, split, merged
 
 
-def _number_shards(con: duckdb.DuckDBPyConnection, groups: list[dict[str, Any]]) -> pa.Table:
-    """Final shard numbers: a kept shard keeps its number, new ones count on per section."""
+def _number_shards(con: duckdb.DuckDBPyConnection, groups: list[dict[str, Any]],
+                   next_free: dict[str, int]) -> pa.Table:
+    """Final shard numbers: a kept shard keeps its number, new ones count on per section.
+
+    `next_free` (section: next new number) starts after each section's highest
+    previous number and is carried from slice to slice, so numbers stay unique.
+    """
     subs = con.sql("SELECT DISTINCT group_id, sub FROM packed ORDER BY group_id, sub").fetchall()
     by_id = {g["group_id"]: g for g in groups if not g["merged"]}
-    next_free: dict[str, int] = {}
-    for g in groups:
-        if g["base_shard"] is not None:
-            next_free[g["section"]] = max(next_free.get(g["section"], 0), g["base_shard"] + 1)
     rows: dict[str, list[int]] = {"group_id": [], "sub": [], "shard": []}
     for group_id, sub in subs:
         g = by_id[group_id]
@@ -170,38 +194,167 @@ def _number_shards(con: duckdb.DuckDBPyConnection, groups: list[dict[str, Any]])
         [("group_id", pa.int64()), ("sub", pa.int64()), ("shard", pa.int32())]))
 
 
+@dataclass(frozen=True)
+class Slice:
+    """Rows planned together: whole `sections`, or one section's URLs in [lo, hi)."""
+
+    sections: tuple[str, ...]
+    lo: str | None = None
+    hi: str | None = None
+    #: Estimated rows (this run's count for whole sections, else from the last generation).
+    rows: int = 0
+
+    def describe(self) -> str:
+        if self.lo is None and self.hi is None:
+            names = ", ".join(self.sections[:3]) + (", ..." if len(self.sections) > 3 else "")
+            return f"{len(self.sections)} section(s) ({names})"
+        return f"section {self.sections[0]} [{self.lo or '-'}, {self.hi or '-'})"
+
+
+def _cuts_by_shards(bounds: list[tuple[str, str, int]], slice_rows: int) -> list[str]:
+    """Cut points for a section that had shards: (lower, upper, urls) of each of them.
+
+    A cut is a shard's smallest URL that no other shard spans (all shards that start
+    below it end below it), so every previous shard, and every new URL its range
+    takes (assign_shards), lies in one slice. Shards are added until about slice_rows.
+    """
+    cuts: list[str] = []
+    acc = 0
+    reach: str | None = None  # the largest URL of the shards so far
+    for lower, upper, urls in sorted(bounds):
+        if acc and acc + urls > slice_rows and reach is not None and reach < lower:
+            cuts.append(lower)
+            acc = 0
+        acc += urls
+        reach = upper if reach is None else max(reach, upper)
+    return cuts
+
+
+def _cuts_by_sample(sample: list[str], rows: int, slice_rows: int) -> list[str]:
+    """Cut points at the sample's quantiles, so each slice holds about slice_rows."""
+    n = -(-rows // slice_rows)
+    return sorted({sample[len(sample) * i // n] for i in range(1, n)}) if sample else []
+
+
+def _slices(con: duckdb.DuckDBPyConnection, slice_rows: int) -> list[Slice]:
+    """The plan's slices, in (section, URL) order, from `diffed_all` and `shard_bounds`."""
+    counts = con.sql(sql.load_sql("section_counts")).fetchall()
+    bounds: dict[str, list[tuple[str, str, int]]] = {}
+    for section, lower, upper, urls in con.sql(
+            "SELECT section, lower, upper, urls FROM shard_bounds").fetchall():
+        bounds.setdefault(section, []).append((lower, upper, int(urls)))
+    big_new = [s for s, n in counts if n > slice_rows and s not in bounds]
+    samples: dict[str, list[str]] = {}
+    if big_new:
+        rows = con.sql(sql.load_sql("sample_urls"), params={
+            "sections": big_new, "every": max(1, slice_rows // SAMPLES_PER_SLICE)}).fetchall()
+        for section, url in rows:
+            samples.setdefault(section, []).append(url)
+    slices: list[Slice] = []
+    for section, n in counts:
+        if n <= slice_rows:
+            cuts: list[str] = []
+        elif section in bounds:
+            cuts = _cuts_by_shards(bounds[section], slice_rows)
+        else:
+            cuts = _cuts_by_sample(samples.get(section, []), n, slice_rows)
+        if not cuts:
+            last = slices[-1] if slices else None
+            if (last is not None and last.lo is None and last.hi is None
+                    and last.rows + n <= slice_rows):
+                # Small whole sections share a slice (one scan and one part file for them).
+                slices[-1] = Slice(last.sections + (section,), rows=last.rows + n)
+            else:
+                slices.append(Slice((section,), rows=n))
+            continue
+        edges: list[str | None] = [None, *cuts, None]
+        for lo, hi in itertools.pairwise(edges):
+            slices.append(Slice((section,), lo, hi, rows=n // len(edges[1:])))
+    # No rows at all: one empty slice still writes one (empty) part.
+    return slices or [Slice(())]
+
+
 def plan(diffed_uri: str, snapshot_uri: str | None, work_uri: str, limits: Limits, *,
-         output_format: str = "xml", con: duckdb.DuckDBPyConnection | None = None
-         ) -> PlanResult:
-    """Assign every row a shard; write the planned rows and the shard list."""
+         output_format: str = "xml", con: duckdb.DuckDBPyConnection | None = None,
+         slice_rows: int | None = None) -> PlanResult:
+    """Assign every row a shard, slice by slice; write the planned parts and the shard list."""
     if output_format not in FORMATS:
         raise ConfigError(f"--format must be one of {', '.join(FORMATS)}, not {output_format!r}")
+    slice_rows = slice_rows or SLICE_ROWS
     started = time.monotonic()
     con = con or sql.connect()
-    register_parquet(con, "diffed", [diffed_uri])
+    register_parquet(con, "diffed_all", [diffed_uri])
     register_snapshot(con, snapshot_uri)
+    con.execute(sql.load_sql("previous_shard_bounds"))
+    slices = _slices(con, slice_rows)
+    # New shards of a section are numbered after its highest previous number.
+    next_free = {section: int(top) + 1 for section, top in con.sql(
+        "SELECT section, max(shard) FROM shard_bounds GROUP BY section").fetchall()}
+    work = storage.open_storage(work_uri)
+    log.info("plan: %d slice(s) of at most about %d rows", len(slices), slice_rows)
+    shards: list[Shard] = []
+    planned_uris: list[str] = []
+    split = merged = 0
+    for part, sl in enumerate(slices):
+        t = time.monotonic()
+        con.sql(sql.load_sql("diffed_slice"), params={
+            "sections": list(sl.sections), "lo": sl.lo, "hi": sl.hi}).create_view(
+                "diffed", replace=True)
+        part_shards, s, m = _plan_slice(con, work, part, snapshot_uri is None, limits,
+                                        output_format, next_free)
+        planned_uris.append(work.uri(_part_key(part)))
+        shards += part_shards
+        split += s
+        merged += m
+        log.info("plan: slice %d/%d, %s: %d URLs in %d shards (%.1f s)", part + 1, len(slices),
+                 sl.describe(), sum(x.urls for x in part_shards), len(part_shards),
+                 time.monotonic() - t)
+    con.execute("DROP TABLE IF EXISTS shard_bounds")
+    work.write_bytes(SHARDS_KEY, json.dumps([asdict(s) for s in shards]).encode())
+    result = PlanResult(shards=shards, planned_uris=planned_uris,
+                        shards_uri=work.uri(SHARDS_KEY), split=split, merged=merged,
+                        seconds=time.monotonic() - started)
+    log.info("plan: %d shards in %d sections (%d split, %d merged), %d slice(s) (%.1f s)",
+             len(shards), len({s.section for s in shards}), split, merged, len(slices),
+             result.seconds)
+    return result
+
+
+def _part_key(part: int) -> str:
+    return f"{PLANNED_FOLDER}/part-{part:05d}.parquet"
+
+
+def _plan_slice(con: duckdb.DuckDBPyConnection, work: storage.Storage, part: int,
+                first_run: bool, limits: Limits, output_format: str,
+                next_free: dict[str, int]) -> tuple[list[Shard], int, int]:
+    """Plan the rows of the view `diffed` (one slice); write them as part `part`.
+
+    A tiny shard merges only into a predecessor in the same slice: a slice boundary is
+    a previous shard's lower bound, so at worst a tiny shard stays on its own there.
+    """
     con.execute(sql.load_sql("assign_shards"), {"format": output_format})
     stats = con.sql(sql.load_sql("base_shard_stats")).fetchall()
-    groups, split, merged = _groups(stats, limits, first_run=snapshot_uri is None)
+    groups, split, merged = _groups(stats, limits, first_run=first_run)
     # A merged shard's rows join its predecessor's group.
     group_table = pa.table({
-        "section": [g["section"] for g in groups],
+        "section": pa.array([g["section"] for g in groups], pa.string()),
         "base_shard": pa.array([g["base_shard"] for g in groups], pa.int32()),
-        "group_id": [g["group_id"] for g in groups],
-        "repack": [g["repack"] for g in groups],
-        "fill_urls": [g["fill_urls"] for g in groups],
-        "fill_bytes": [g["fill_bytes"] for g in groups],
+        "group_id": pa.array([g["group_id"] for g in groups], pa.int64()),
+        "repack": pa.array([g["repack"] for g in groups], pa.bool_()),
+        "fill_urls": pa.array([g["fill_urls"] for g in groups], pa.int64()),
+        "fill_bytes": pa.array([g["fill_bytes"] for g in groups], pa.int64()),
     })
     con.register("shard_groups", group_table)
     con.execute(sql.load_sql("pack_shards"))
     con.execute("DROP TABLE assigned")  # free its memory before the next big step
-    con.register("shard_numbers", _number_shards(con, groups))
-    work = storage.open_storage(work_uri)
+    con.register("shard_numbers", _number_shards(con, groups, next_free))
     # The rows go to Parquet in file order straight from the sort, never into a table.
-    planned_uri = write_parquet(con.sql(sql.load_sql("planned_rows"),
-                                        params={"format": output_format}), work, PLANNED_KEY)
+    part_uri = write_parquet(con.sql(sql.load_sql("planned_rows"),
+                                     params={"format": output_format}), work, _part_key(part))
     con.execute("DROP TABLE packed")
-    register_parquet(con, "planned", [planned_uri])
+    con.unregister("shard_groups")
+    con.unregister("shard_numbers")
+    register_parquet(con, "planned", [part_uri])
     shards = []
     for s, n, u, b, lm, d, c, *uses in con.sql(sql.load_sql("shard_summary")).fetchall():
         namespaces = [ns for ns, used in zip(("image", "video", "news", "xhtml"), uses,
@@ -209,13 +362,9 @@ def plan(diffed_uri: str, snapshot_uri: str | None, work_uri: str, limits: Limit
         header = urlset_header(namespaces) if output_format == "xml" else "txt"
         shards.append(Shard(section=s, shard=int(n), urls=int(u), body_bytes=int(b),
                             lastmod=_w3c(lm), digest=shard_digest(d, header),
-                            changed_rows=int(c), namespaces=namespaces, format=output_format))
-    work.write_bytes(SHARDS_KEY, json.dumps([asdict(s) for s in shards]).encode())
-    result = PlanResult(shards=shards, planned_uri=planned_uri, shards_uri=work.uri(SHARDS_KEY),
-                        split=split, merged=merged, seconds=time.monotonic() - started)
-    log.info("plan: %d shards in %d sections (%d split, %d merged) (%.1f s)", len(shards),
-             len({s.section for s in shards}), split, merged, result.seconds)
-    return result
+                            changed_rows=int(c), namespaces=namespaces, format=output_format,
+                            part=part))
+    return shards, split, merged
 
 
 def load_shards(shards_uri: str) -> list[Shard]:

@@ -110,15 +110,21 @@ def _open_parquet(uri: str) -> pq.ParquetFile:
     return pq.ParquetFile(uri, pre_buffer=False)
 
 
-def render(planned_uri: str, shards: list[Shard], out_uri: str, *,
+def render(planned_uris: list[str] | str, shards: list[Shard], out_uri: str, *,
            only: set[str] | None = None, skip_keys: frozenset[str] = frozenset(),
            progress: Progress = QUIET) -> list[RenderedFile]:
-    """Write shards from the planned rows; `shards` is the plan's whole list, in file order.
+    """Write shards from the planned parts; `shards` is the plan's whole list, in file order.
 
-    `only` (shard uids) limits the work to one batch, as a mapped task does;
+    `planned_uris` are the plan's part files (Shard.part indexes them; one URI is one
+    part). `only` (shard uids) limits the work to one batch, as a mapped task does;
     shards whose key is in `skip_keys` (already published) are not written.
     """
     started = time.monotonic()
+    uris = [planned_uris] if isinstance(planned_uris, str) else list(planned_uris)
+    bad = [s.uid for s in shards if not 0 <= s.part < len(uris)]
+    if bad:
+        raise RuntimeError(f"shard {bad[0]} is in part {len(uris)} or later; "
+                           f"the plan has {len(uris)} part(s)")
     mine = [s for s in shards if only is None or s.uid in only]
     todo = [s for s in mine if s.key not in skip_keys]
     skipped = [s for s in mine if s.key in skip_keys]
@@ -128,8 +134,12 @@ def render(planned_uri: str, shards: list[Shard], out_uri: str, *,
     if todo:
         progress.step("render")
         out = storage.open_storage(out_uri)
-        results += _write_shards(_open_parquet(planned_uri), shards, {s.uid for s in todo},
-                                 out, progress)
+        todo_uids = {s.uid for s in todo}
+        counter = _Counter(len(todo), progress)
+        for part, uri in enumerate(uris):
+            in_part = [s for s in shards if s.part == part]
+            if any(s.uid in todo_uids for s in in_part):
+                results += _write_shards(_open_parquet(uri), in_part, todo_uids, out, counter)
     progress.done(f"{len(todo)} written, {len(skipped)} reused")
     written = [r for r in results if r.written]
     log.info("render: %d shards written (%d URLs, %d bytes, %d gzipped), %d reused (%.1f s)",
@@ -138,8 +148,22 @@ def render(planned_uri: str, shards: list[Shard], out_uri: str, *,
     return results
 
 
+class _Counter:
+    """Shards written so far, over every part, for the progress display."""
+
+    def __init__(self, total: int, progress: Progress) -> None:
+        self.done, self.total, self.progress = 0, total, progress
+
+    def tick(self) -> None:
+        self.done += 1
+        self.progress.update(self.done, self.total, "shards")
+
+
 def _row_ranges(shards: list[Shard]) -> dict[str, tuple[int, int]]:
-    """Each shard's [first, end) row numbers in planned.parquet (rows are in shard order)."""
+    """Each shard's [first, end) row numbers in its part file (rows are in shard order).
+
+    `shards` are one part's shards, in the plan's (file) order.
+    """
     ranges, row = {}, 0
     for s in shards:
         ranges[s.uid] = (row, row + s.urls)
@@ -148,18 +172,20 @@ def _row_ranges(shards: list[Shard]) -> dict[str, tuple[int, int]]:
 
 
 def _write_shards(pf: pq.ParquetFile, shards: list[Shard], todo: set[str],
-                  out: storage.Storage, progress: Progress) -> list[RenderedFile]:
-    """Read only the row groups that hold `todo` shards, in order, and cut them by row ranges."""
+                  out: storage.Storage, counter: _Counter) -> list[RenderedFile]:
+    """Read only the row groups of one part that hold `todo` shards, in order, and cut
+    them by row ranges; `shards` are every shard of that part, in file order."""
     ranges = _row_ranges(shards)
     meta = pf.metadata
     group_start = [0]
     for g in range(meta.num_row_groups):
         group_start.append(group_start[-1] + meta.row_group(g).num_rows)
     if group_start[-1] != sum(s.urls for s in shards):
-        raise RuntimeError(f"planned rows ({group_start[-1]}) do not match the plan's shards")
+        raise RuntimeError(f"planned rows ({group_start[-1]}) do not match the plan's shards "
+                           f"({sum(s.urls for s in shards)}) in part {shards[0].part}")
     wanted = [s for s in shards if s.uid in todo]
     results: list[RenderedFile] = []
-    for i, shard in enumerate(wanted):
+    for shard in wanted:
         first, end = ranges[shard.uid]
         groups = [g for g in range(meta.num_row_groups)
                   if group_start[g] < end and group_start[g + 1] > first]
@@ -188,7 +214,7 @@ def _write_shards(pf: pq.ParquetFile, shards: list[Shard], todo: set[str],
         results.append(RenderedFile(key=shard.key, section=shard.section, shard=shard.shard,
                                     urls=shard.urls, bytes=sink.raw, gzip_bytes=sink.gz,
                                     sha256=sha, lastmod=shard.lastmod, written=True))
-        progress.update(i + 1, len(wanted), "shards")
+        counter.tick()
     return results
 
 

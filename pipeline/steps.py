@@ -71,6 +71,8 @@ class RunOptions:
     indexnow_key: str | None = None
     indexnow_key_location: str | None = None
     indexnow_endpoint: str | None = None
+    #: Rows the plan works on at a time (None: pipeline.plan.SLICE_ROWS).
+    plan_slice_rows: int | None = None
 
     @property
     def state_uri(self) -> str:
@@ -111,6 +113,7 @@ def begin(opts: RunOptions) -> dict[str, Any]:
         "lease": bool(opts.lease_seconds), "lease_owner": lease_owner, "format": opts.format,
         "keep_generations": opts.keep_generations,
         "gc_grace_hours": opts.gc_grace_hours, "warnings": warnings,
+        "plan_slice_rows": opts.plan_slice_rows,
     }
     log.info("begin: generation %s, live generation %s", generation, live.generation or "none")
     return ctx
@@ -174,7 +177,7 @@ def plan_step(ctx: dict[str, Any], batch_bytes: int = DEFAULT_RENDER_BATCH_BYTES
 
     diffed = _read(ctx, "diff.json")
     result = plan(diffed["diffed_uri"], ctx["snapshot"], ctx["work"], Limits(**ctx["limits"]),
-                  output_format=ctx["format"])
+                  output_format=ctx["format"], slice_rows=ctx.get("plan_slice_rows"))
     skip = set() if ctx["force"] else set(ctx["live_keys"])
     batches: list[list[str]] = []
     size = 0
@@ -188,7 +191,7 @@ def plan_step(ctx: dict[str, Any], batch_bytes: int = DEFAULT_RENDER_BATCH_BYTES
         size += s.body_bytes
     info = {"shards": len(result.shards), "to_render": sum(map(len, batches)),
             "split": result.split, "merged": result.merged, "seconds": round(result.seconds, 3)}
-    _save(ctx, "plan.json", {**info, "planned_uri": result.planned_uri,
+    _save(ctx, "plan.json", {**info, "planned_uris": result.planned_uris,
                              "shards_uri": result.shards_uri, "batches": batches})
     return {**info, "batches": batches}
 
@@ -203,7 +206,7 @@ def render_step(ctx: dict[str, Any], batch: list[str] | None, name: str = "all",
     planned = _read(ctx, "plan.json")
     shards = load_shards(planned["shards_uri"])
     only = set(batch) if batch is not None else None
-    files = render(planned["planned_uri"], shards, ctx["out"], only=only,
+    files = render(planned["planned_uris"], shards, ctx["out"], only=only,
                    skip_keys=frozenset() if ctx["force"] else frozenset(ctx["live_keys"]),
                    progress=progress or QUIET)
     uri = _save(ctx, f"render-{name}.json", [asdict(f) for f in files if f.written])
@@ -255,7 +258,7 @@ def publish_step(ctx: dict[str, Any], render_uris: list[str]) -> dict[str, Any]:
         public_url=ctx["public_url"], generation=ctx["generation"],
         created=datetime.fromisoformat(ctx["run_time"]), counts=counts,
         max_sitemaps_per_index=ctx["limits"]["max_sitemaps_per_index"],
-        save_state=lambda: save_state(planned["planned_uri"], ctx["work"], ctx["state"],
+        save_state=lambda: save_state(planned["planned_uris"], ctx["work"], ctx["state"],
                                       ctx["generation"]),
         allow_shrink=ctx["allow_shrink"], shrink_threshold=ctx["shrink_threshold"],
         warnings=ctx["warnings"])

@@ -7,13 +7,13 @@
 -- (an ASOF join, on the few new rows only). A new section has no base shard.
 -- The line itself is rendered again in file order (planned_rows), so the sorts
 -- in between carry narrow rows.
--- Reads `diffed` and `previous_rows`.
+-- Reads `diffed` (one plan slice's rows) and `shard_bounds` (previous_shard_bounds:
+-- the last generation's shards, computed once per plan, not once per slice).
 -- Parameters: $format ('xml', or 'txt': a line is the URL alone).
 CREATE OR REPLACE TABLE assigned AS
 WITH bounds AS (
-    SELECT section, shard, min(url) AS lower
-    FROM previous_rows
-    GROUP BY section, shard
+    SELECT section, shard, lower
+    FROM shard_bounds
 ),
 firsts AS (
     SELECT section, arg_min(shard, lower) AS first_shard
