@@ -26,7 +26,6 @@ import os
 import pwd
 import secrets
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -99,32 +98,21 @@ class Part:
         return self.pid is not None and stack._group_alive(self.pid)
 
     def kill(self) -> None:
-        """SIGKILL the whole group at once: a machine lost, as far as Airflow can tell."""
+        """SIGKILL the group and every descendant's group (task processes have their own) at
+        once: a machine lost, as far as Airflow can tell."""
         if self.pid is not None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.pid, signal.SIGKILL)
-            self._wait_gone(10)
+            groups = stack.kill_tree(self.pid)
+            deadline = time.monotonic() + 10
+            while any(stack._group_alive(g) for g in groups) and time.monotonic() < deadline:
+                self.exited()  # reap it, so that it is not a zombie
+                time.sleep(0.2)
 
     def stop(self, timeout: float = 30) -> None:
         if self.pid is None:
             return
-        for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 10)):
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.pid, sig)
-            if self._wait_gone(wait):
-                break
-        if self.alive():
+        if not stack.stop_group(self.pid, timeout, reap=self.exited):
             raise ClusterError(f"{self.name} (process group {self.pid}) survived SIGKILL")
         self.pid = None
-
-    def _wait_gone(self, seconds: float) -> bool:
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            self.exited()  # reap it, so that it is not a zombie
-            if not self.alive():
-                return True
-            time.sleep(0.2)
-        return False
 
     def log_tail(self, lines: int = 30) -> str:
         with contextlib.suppress(OSError):
@@ -363,20 +351,7 @@ def cmd_up(args: argparse.Namespace) -> int:
         return 1
     stack._demo_inventory(cluster.s3, args.urls)
     if args.trigger:
-        token = cluster.token()
-        deadline = time.monotonic() + 120
-        while True:  # the dag-processor needs a moment to parse dags/
-            try:
-                cluster.call("PATCH", "/api/v2/dags/sitemaps_demo", {"is_paused": False},
-                             token=token)
-                break
-            except stack.StackError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(2)
-        run = cluster.call("POST", "/api/v2/dags/sitemaps_demo/dagRuns",
-                           {"logical_date": None}, token=token)
-        print(f"# triggered {run['dag_run_id']}", file=sys.stderr)
+        stack.trigger_demo(cluster.api)
     print(f"""
 The cluster is up in {time.monotonic() - t:.0f} s: {cluster.api.url}
   log in as admin, password {cluster.api.admin_password()}

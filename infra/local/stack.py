@@ -125,6 +125,34 @@ def _pid_alive(pid: int) -> bool:
     return bool(load_seaweedfs()._pid_alive(pid))  # zombies count as dead there too
 
 
+def _processes() -> dict[int, tuple[int, int, str]]:
+    """Every live process: pid -> (parent pid, process group, state), from /proc (Linux)."""
+    table = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, IndexError, ValueError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            table[int(stat.parent.name)] = (int(fields[1]), int(fields[2]), fields[0])
+    return table
+
+
+def tree_groups(pgid: int) -> set[int]:
+    """The group ``pgid`` and the process groups of all its members' descendants.
+
+    Airflow's task supervisor puts each task process in a group of its own, so signalling a
+    worker's group alone would leave its running tasks behind as orphans."""
+    table = _processes()
+    children: dict[int, list[int]] = {}
+    for pid, (ppid, _, _) in table.items():
+        children.setdefault(ppid, []).append(pid)
+    todo = [pid for pid, (_, group, _) in table.items() if group == pgid]
+    groups = {pgid}
+    while todo:
+        pid = todo.pop()
+        groups.add(table[pid][1])
+        todo.extend(children.get(pid, []))
+    return groups - {os.getpgid(0)}  # never our own group
+
+
 def _group_alive(pgid: int) -> bool:
     try:
         os.killpg(pgid, 0)
@@ -132,15 +160,37 @@ def _group_alive(pgid: int) -> bool:
         return False
     except PermissionError:
         return True
-    # Only zombies left? (/proc lists the group's members on Linux.)
-    with contextlib.suppress(OSError):
-        for stat in Path("/proc").glob("[0-9]*/stat"):
-            with contextlib.suppress(OSError, IndexError):
-                fields = stat.read_text().rsplit(")", 1)[1].split()
-                if int(fields[2]) == pgid and fields[0] != "Z":
-                    return True
-        return False
-    return True
+    # Only zombies left?
+    return any(group == pgid and state != "Z" for _, group, state in _processes().values())
+
+
+def kill_tree(pgid: int, sig: int = signal.SIGKILL) -> set[int]:
+    """Send ``sig`` to the group and to every descendant's group; returns those groups."""
+    groups = tree_groups(pgid)
+    for group in groups:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(group, sig)
+    return groups
+
+
+def stop_group(pgid: int, timeout: float, reap: Any = None) -> bool:
+    """SIGTERM a process group and its descendants' groups, wait up to ``timeout`` s, then
+    SIGKILL them and wait 10 s more; ``reap`` (a Popen's poll) keeps our own child from
+    lingering as a zombie. True if all are gone."""
+    groups: set[int] = set()
+    for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 10)):
+        groups |= kill_tree(pgid, sig)
+        for group in groups - {pgid}:  # groups whose parents already exited
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(group, sig)
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            if reap is not None:
+                reap()
+            if not any(_group_alive(g) for g in groups):
+                return True
+            time.sleep(0.2)
+    return not any(_group_alive(g) for g in groups)
 
 
 class AirflowStandalone:
@@ -241,19 +291,7 @@ class AirflowStandalone:
         pid = self.pid
         if pid is None:
             return
-        for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 10)):
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(pid, sig)
-            deadline = time.monotonic() + wait
-            while time.monotonic() < deadline:
-                if self._proc is not None:
-                    self._proc.poll()
-                if not _group_alive(pid):
-                    break
-                time.sleep(0.2)
-            else:
-                continue
-            break
+        stop_group(pid, timeout, reap=self._proc.poll if self._proc is not None else None)
         if self._proc is not None:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self._proc.wait(timeout=5)
@@ -293,6 +331,24 @@ def _demo_inventory(s3: Any, urls: int) -> None:
     path = make_inventory(LOCAL / "stack" / "inventory.parquet", urls)
     client.upload_file(str(path), BUCKET, INVENTORY_KEY)
     print(f"# demo inventory: {urls:,} URLs at s3://{BUCKET}/{INVENTORY_KEY}", file=sys.stderr)
+
+
+def trigger_demo(airflow: AirflowStandalone, dag_id: str = "sitemaps_demo") -> str:
+    """Unpause the demo DAG (once the dag-processor has parsed it) and trigger a run."""
+    token = airflow.token()
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            airflow.call("PATCH", f"/api/v2/dags/{dag_id}", {"is_paused": False}, token=token)
+            break
+        except StackError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(2)
+    run = airflow.call("POST", f"/api/v2/dags/{dag_id}/dagRuns", {"logical_date": None},
+                       token=token)
+    print(f"# triggered {run['dag_run_id']}", file=sys.stderr)
+    return str(run["dag_run_id"])
 
 
 def _write_env_file(env: dict[str, str]) -> Path:
@@ -340,20 +396,7 @@ def cmd_up(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     if args.trigger:
-        token = airflow.token()
-        deadline = time.monotonic() + 120
-        while True:  # the dag-processor needs a moment to parse dags/
-            try:
-                airflow.call("PATCH", "/api/v2/dags/sitemaps_demo", {"is_paused": False},
-                             token=token)
-                break
-            except StackError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(2)
-        run = airflow.call("POST", "/api/v2/dags/sitemaps_demo/dagRuns",
-                           {"logical_date": None}, token=token)
-        print(f"# triggered {run['dag_run_id']}", file=sys.stderr)
+        trigger_demo(airflow)
     print(f"""
 Airflow is up in {time.monotonic() - t:.0f} s: {airflow.url}
   log in as admin, password {airflow.admin_password()}

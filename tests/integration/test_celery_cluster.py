@@ -6,15 +6,22 @@ makes its scheduled run (the last 03:00 tick); mapped render must run on both wo
 publish what the CLI publishes for the same inventory and run time. Then a worker is killed
 (SIGKILL of its process group) while it renders: the scheduler sees the heartbeat stop, the
 try fails, the retry runs on the other worker and the run publishes a whole generation.
+
+A render of this size takes about a second, too short to kill reliably from outside: the
+workers load ``render_hold/sitecustomize.py``, which holds the killed site's renders in the
+middle of their first shard while a ``hold`` file exists, so the kill always lands mid-render.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import json
+import os
 import sys
 import time
 from collections.abc import Iterator
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -35,6 +42,7 @@ MAX_URLS = 500
 #: 40 shards of about 45 kB of <url> lines: about 8 render batches, spread over two workers.
 RENDER_BATCH_BYTES = 250_000
 RUN_TIMEOUT = 420
+HOLD_MODULE_DIR = Path(__file__).resolve().parent / "render_hold"
 
 
 def _load_cluster() -> Any:
@@ -70,9 +78,15 @@ def cluster(seaweedfs: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     seaweedfs.client().upload_file(str(inventory), BUCKET, "inventory/inv.parquet")
     sites = root / "sites.toml"
     sites.write_text(site_block("spread", "spread/") + site_block("killed", "killed/"))
+    hold_dir = root / "hold"
+    hold_dir.mkdir()
     mod = _load_cluster()
     c = mod.Cluster(root, sites_file=sites, workers=2, concurrency=1, heartbeat_timeout=20,
-                    s3=seaweedfs, extra_env={"PYTHONPATH": str(ROOT)})
+                    s3=seaweedfs, extra_env={
+                        "PYTHONPATH": os.pathsep.join([str(HOLD_MODULE_DIR), str(ROOT)]),
+                        "SITEMAPS_TEST_HOLD_DIR": str(hold_dir),
+                        "SITEMAPS_TEST_HOLD_OUT": f"s3://{BUCKET}/killed/"})
+    c.hold_dir = hold_dir
     t = time.monotonic()
     c.start(timeout=360)
     print(f"cluster up in {time.monotonic() - t:.0f} s")
@@ -160,19 +174,25 @@ def test_mapped_render_runs_on_both_workers_and_publishes_what_the_cli_does(
 def test_a_worker_killed_mid_render_is_retried_on_the_other_one(
         cluster: Any, seaweedfs: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     token = cluster.token()
-    run_id = _unpause_and_get_run(cluster, token, "sitemaps_killed")
-    deadline = time.monotonic() + RUN_TIMEOUT
-    victim = None
-    while victim is None:  # the first render task instance seen running
-        for ti in _task_instances(cluster, token, "sitemaps_killed", run_id):
-            if ti["task_id"] == "render" and ti["state"] == "running" and ti["hostname"]:
-                victim = ti
-                break
-        assert time.monotonic() < deadline, "no render task instance was seen running"
-        time.sleep(0.5)
-    killed = victim["hostname"]
-    cluster.kill_worker(killed)
-    print(f"killed {killed} while it ran render[{victim['map_index']}]")
+    hold = cluster.hold_dir / "hold"
+    hold.touch()  # renders of the killed site stop mid-shard until it is removed
+    try:
+        run_id = _unpause_and_get_run(cluster, token, "sitemaps_killed")
+        deadline = time.monotonic() + RUN_TIMEOUT
+        while not (started := sorted(cluster.hold_dir.glob("started-*"))):
+            assert time.monotonic() < deadline, "no render of the killed site started"
+            time.sleep(0.5)
+        held = json.loads(started[0].read_text())
+        killed = held["worker"]
+        running = [ti for ti in _task_instances(cluster, token, "sitemaps_killed", run_id)
+                   if ti["task_id"] == "render" and ti["state"] == "running"
+                   and ti["hostname"] == killed]
+        assert len(running) == 1, running  # one task slot per worker
+        victim = running[0]
+        cluster.kill_worker(killed)
+        print(f"killed {killed} while it wrote {held['key']} in render[{victim['map_index']}]")
+    finally:
+        hold.unlink()
 
     dag_run = _wait_run(cluster, token, "sitemaps_killed", run_id)
     tries = cluster.call(
