@@ -104,6 +104,19 @@ def test_end_to_end_on_s3(s3_bucket: Any, tmp_path: Path) -> None:
         k: v for k, v in before.items() if not k.startswith("_state/")}
 
 
+def test_sliced_plan_with_work_files_on_s3(s3_bucket: Any, tmp_path: Path) -> None:
+    # Several planned parts on S3: render opens each, the snapshot is read from all.
+    inv = inventory(tmp_path, 300)
+    out = s3_bucket.url("sliced")
+    kw = {"work": s3_bucket.url("work"), "plan_slice_rows": 60}
+    summary = run(opts(inv, out, **kw))
+    assert summary["counts"]["published"] == 300
+    result = read_output(out, max_urls=50)
+    assert len(result.locs) == 300
+    again = run(opts(inv, out, run_time=T0 + timedelta(days=1), **kw))
+    assert again["counts"]["unchanged"] == 300 and again["counts"]["shards_written"] == 0
+
+
 def _check_live_and_converge(inv: str, out: str, urls: int, when: datetime) -> None:
     """Whatever is live is whole (the root index may lag); the next run converges."""
     import json
