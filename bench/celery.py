@@ -65,6 +65,7 @@ def _seconds(ti: dict[str, Any]) -> float | None:
 
 def one_run(mod: Any, root: Path, inventory: Path, workers: int, batch_bytes: int | None,
             timeout: float) -> dict[str, Any]:
+    root.mkdir(parents=True, exist_ok=True)
     sites = root / "sites.toml"
     sites.write_text(sites_toml(batch_bytes))
     cluster = mod.Cluster(root / "cluster", sites_file=sites, workers=workers, concurrency=1,
