@@ -201,7 +201,7 @@ class Slice:
     sections: tuple[str, ...]
     lo: str | None = None
     hi: str | None = None
-    #: Estimated rows (this run's count for whole sections, else from the last generation).
+    #: Rows: this run's count for whole sections, else an even share of the section's.
     rows: int = 0
 
     def describe(self) -> str:
