@@ -131,7 +131,7 @@ def one_run(mod: Any, root: Path, inventory: Path, workers: int, batch_bytes: in
 
 
 def _span(tis: list[dict[str, Any]]) -> float | None:
-    """Wall time from the first render's start to the last one's end."""
+    """Wall time from the first task's start to the last one's end (mapped render, diff)."""
     done = [t for t in tis if t["seconds"] is not None]
     if not done:
         return None
@@ -141,11 +141,15 @@ def _span(tis: list[dict[str, Any]]) -> float | None:
 
 
 def markdown(results: list[dict[str, Any]]) -> str:
-    stages = ("begin", "load", "diff", "plan", "publish", "gc", "notify", "finish")
+    stages = ("begin", "load", "diff_partitions", "diff", "diff_counts", "plan", "publish", "gc",
+              "notify", "finish")
     head = ["workers", "run", *stages, "render span", "render tasks (s per worker)"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---:|" * len(head)]
     for r in results:
-        by_task = {t["task"]: t["seconds"] for t in r["tasks"] if t["task"] != "render"}
+        by_task = {t["task"]: t["seconds"] for t in r["tasks"]
+                   if t["task"] not in ("render", "diff")}
+        # diff is mapped over hash partitions: its span, first start to last end
+        by_task["diff"] = _span([t for t in r["tasks"] if t["task"] == "diff"])
         spread = ", ".join(f"{w}: {s:.0f}" for w, s in sorted(r["render_seconds_by_worker"].items()))
         cells = [str(r["workers"]), f"{r['run_seconds']:.0f} s",
                  *(f"{by_task[s]:.0f} s" if by_task.get(s) is not None else "-" for s in stages),

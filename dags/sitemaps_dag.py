@@ -1,7 +1,8 @@
 """One sitemap DAG per site of the site configuration file (see sitemaps_sites.py).
 
-Each DAG runs the stages of `pipeline.steps` as tasks: begin, load, diff, plan,
-render (mapped over the plan's batches), publish, gc, finish. Tasks pass only
+Each DAG runs the stages of `pipeline.steps` as tasks: begin, load, diff_partitions,
+diff (mapped over hash partitions of the URLs), diff_counts, plan, render (mapped
+over the plan's batches), publish, gc, notify, finish. Tasks pass only
 the run context (a small dict of URIs and settings), URIs and counts through
 XCom; every file a task writes goes under the run's work prefix on shared
 storage, so any worker can run any task and a retry finds what it needs.
@@ -60,10 +61,11 @@ Publishes the sitemaps of **{site_url}** from the inventory `{inventory}` to `{o
 (served at {public_url}). Runs at `{schedule}` (UTC) and whenever the inventory
 asset `{asset}` is updated. At most one run at a time; no catch-up.
 
-**Stages** (one task each, thin wrappers of `pipeline.steps`): begin, load, diff,
-plan, render (one mapped task per batch of shards), publish (the atomic swap of
-`manifest.json`), gc (old generations), finish (removes the run's work files under
-`{work}`).
+**Stages** (one task each, thin wrappers of `pipeline.steps`): begin, load,
+diff_partitions (how many), diff (one mapped task per hash partition of the URLs;
+partitions: {diff_partitions}), diff_counts (adds the partitions up), plan, render
+(one mapped task per batch of shards), publish (the atomic swap of `manifest.json`),
+gc (old generations), notify, finish (removes the run's work files under `{work}`).
 
 **Manual runs** (Trigger with config): `dry_run` stops after plan and publishes
 nothing (the plan task's log line and its XCom `dry_run` tell what would change); `allow_shrink`
@@ -89,10 +91,21 @@ Reads the inventory, checks its schema, normalises and validates every row; writ
 valid and rejected rows (with a reason) as Parquet under the work prefix.
 *If it fails*: the log's last line says what is wrong with the inventory (missing
 `url` column, wrong type, too many rejects); fix the inventory, then trigger again.""",
+    "diff_partitions": """\
+Decides how many hash partitions the diff has (the site's `diff_partitions`, else one per
+50,000,000 valid rows) and returns their numbers, which the diff task is mapped over.
+*If it fails*: it only reads load's result from the work prefix: storage; it is retried.""",
     "diff": """\
-Compares with the last published snapshot (added, changed, removed, unchanged)
-and computes each URL's lastmod. *If it fails*: usually storage; it is retried.
-Clear it to run it again once the cause is fixed.""",
+One mapped task per hash partition of the URLs (`hash(url) % partitions`): compares that
+partition's rows with the same partition of the last published snapshot (added, changed,
+removed, unchanged) and computes each URL's lastmod; writes the partition's diffed and
+changes Parquet parts and a small `diff-NNNNN.json` of its counts under the work prefix.
+*If it fails*: usually storage; it is retried. Clearing one map index diffs only that
+partition again.""",
+    "diff_counts": """\
+Adds up the diff partitions' counts and gathers their Parquet parts into `diff.json`, which
+plan reads. *If it fails*: a partition has no result (a diff map index did not finish: clear
+it) or storage; it is retried.""",
     "plan": """\
 Buckets the URLs into shards within the limits, with stable boundaries, and groups
 the shards to rewrite into render batches. In a dry run, this is the last step: its
@@ -203,7 +216,9 @@ def build_dag(site: SiteConfig) -> Any:
         doc_md=DAG_DOC.format(site_url=site.site_url, inventory=site.inventory, out=site.out,
                               public_url=site.public_url or site.site_url,
                               schedule=site.schedule, asset=site.inventory_asset_uri,
-                              work=site.work_uri, shrink=site.shrink_threshold),
+                              work=site.work_uri, shrink=site.shrink_threshold,
+                              diff_partitions=site.diff_partitions or "automatic, one per "
+                              "50,000,000 valid rows"),
         params={
             "dry_run": Param(False, type="boolean", title="Dry run",
                              description="Run up to plan and report; publish nothing."),
@@ -229,7 +244,8 @@ def build_dag(site: SiteConfig) -> Any:
                 shrink_threshold=site.shrink_threshold,
                 max_reject_share=site.max_reject_share, force=bool(params["force"]),
                 lease_seconds=site.lease_seconds, keep_generations=site.gc_keep,
-                gc_grace_hours=site.gc_grace_hours, format=site.format)
+                gc_grace_hours=site.gc_grace_hours, format=site.format,
+                diff_partitions=site.diff_partitions)
             with step(site):
                 ctx = steps.begin(opts)
             ctx["dry_run"] = bool(params["dry_run"])
@@ -249,12 +265,36 @@ def build_dag(site: SiteConfig) -> Any:
                      f"{counts['rejected_rows']:,}", counts["rejected"] or "", counts["seconds"])
             return counts
 
-        @task(doc_md=TASK_DOCS["diff"])
-        def diff(ctx: dict[str, Any]) -> dict[str, Any]:
+        @task(doc_md=TASK_DOCS["diff_partitions"])
+        def diff_partitions(ctx: dict[str, Any]) -> list[int]:
+            """The diff partitions' numbers, 0 .. N-1: what the diff task is mapped over."""
             from pipeline import steps
 
             with step(site):
-                counts = steps.diff_step(ctx)
+                partitions = steps.diff_partitions(ctx)
+            log.info("diff: %d partition(s)", partitions)
+            return list(range(partitions))
+
+        @task(doc_md=TASK_DOCS["diff"], map_index_template="{{ partition_label }}")
+        def diff(ctx: dict[str, Any], partition: int) -> dict[str, Any]:
+            from pipeline import steps
+
+            context = get_current_context()
+            context["partition_label"] = f"partition {partition}"  # type: ignore[typeddict-unknown-key]
+            with step(site):
+                counts = steps.diff_partition_step(ctx, partition)
+            log.info("diff partition %d of %d: %s", partition, counts["partitions"],
+                     ", ".join(f"{k} {v:,}" for k, v in counts.items()
+                               if k not in ("seconds", "partition", "partitions")
+                               and isinstance(v, int)))
+            return counts
+
+        @task(doc_md=TASK_DOCS["diff_counts"])
+        def diff_counts(ctx: dict[str, Any]) -> dict[str, Any]:
+            from pipeline import steps
+
+            with step(site):
+                counts = steps.diff_combine_step(ctx)
             log.info("diff: %s", ", ".join(f"{k} {v:,}" for k, v in counts.items()
                                            if k != "seconds" and isinstance(v, int)))
             return counts
@@ -357,7 +397,10 @@ def build_dag(site: SiteConfig) -> Any:
 
         ctx = begin()
         planned = plan(ctx)
-        chain(ctx, load(ctx), diff(ctx), planned)
+        partitions = diff_partitions(ctx)
+        diffed = diff.partial(ctx=ctx).expand(partition=partitions)
+        chain(ctx, load(ctx), partitions)
+        chain(diffed, diff_counts(ctx), planned)
         rendered = render.partial(ctx=ctx).expand(batch=planned)
         published = publish(ctx, rendered)
         published >> [gc(ctx), finish(ctx)]

@@ -72,6 +72,9 @@ class SiteConfig:
     shrink_threshold: float = 0.10
     max_reject_share: float = 0.05
     render_batch_bytes: int = DEFAULT_RENDER_BATCH_BYTES
+    #: Hash partitions of the diff, each one mapped diff task (None: automatic, one per
+    #: pipeline.diff.DIFF_PARTITION_ROWS valid rows, so 1 below 50M URLs).
+    diff_partitions: int | None = None
     #: "xml" sitemaps, or "txt": plain-text sitemaps (one URL a line, same limits).
     format: str = "xml"
     #: Seconds the run holds the output's lease (0: none; the conditional commit still
@@ -122,7 +125,7 @@ _REQUIRED = {"site_url", "inventory", "out"}
 _NUMBER = (int, float)
 #: TOML types of the non-string keys (tags and limits are checked on their own).
 _TYPES: dict[str, type | tuple[type, ...]] = {
-    "section_depth": int, "render_batch_bytes": int, "gc_keep": int,
+    "section_depth": int, "render_batch_bytes": int, "diff_partitions": int, "gc_keep": int,
     "shrink_threshold": _NUMBER, "max_reject_share": _NUMBER,
     "gc_grace_hours": _NUMBER, "lease_seconds": _NUMBER, "feed_days": _NUMBER,
     "report": bool,
@@ -198,6 +201,9 @@ def parse_sites(data: dict[str, Any], source: str = "<sites>") -> list[SiteConfi
         site = SiteConfig(name=name, **values)
         if site.render_batch_bytes < 1:
             raise ConfigError(f"{where}: render_batch_bytes must be positive")
+        if site.diff_partitions is not None and site.diff_partitions < 1:
+            raise ConfigError(f"{where}: diff_partitions must be at least 1 (or left out: "
+                              "automatic)")
         if not 0 <= site.shrink_threshold <= 1 or not 0 <= site.max_reject_share <= 1:
             raise ConfigError(f"{where}: shrink_threshold and max_reject_share are shares, 0..1")
         if site.format not in FORMATS:

@@ -45,6 +45,9 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gc-grace-hours", type=float, default=48.0,
                    help="gc deletes only files older than this (default 48)")
     p.add_argument("--no-gc", action="store_true", help="do not garbage-collect after publishing")
+    p.add_argument("--diff-partitions", type=int, metavar="N",
+                   help="diff in N hash partitions of the URLs, one join at a time (default: "
+                        "one per 50,000,000 valid rows, pipeline.diff.DIFF_PARTITION_ROWS)")
     p.add_argument("--json", action="store_true", help="print the run summary as JSON")
     p.add_argument("--feed-days", type=float, default=7.0,
                    help="feed.atom lists the changes of this many days (default 7; 0: no feed)")
@@ -79,6 +82,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--state", help="or: a state URI (its newest snapshot is compared with)")
     p.add_argument("--site-url", help="default: the live manifest's site URL")
     p.add_argument("--section-depth", type=int, default=1)
+    p.add_argument("--diff-partitions", type=int, metavar="N",
+                   help="diff in N hash partitions (default: automatic, as for run)")
     p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("status", help="the live generation of an output")
@@ -114,7 +119,7 @@ def _options(args: argparse.Namespace) -> Any:
         gc_grace_hours=None if args.no_gc else args.gc_grace_hours,
         feed_days=args.feed_days or None, report=not args.no_report,
         indexnow_key=args.indexnow_key, indexnow_key_location=args.indexnow_key_location,
-        indexnow_endpoint=args.indexnow_endpoint)
+        indexnow_endpoint=args.indexnow_endpoint, diff_partitions=args.diff_partitions)
 
 
 def _print_summary(summary: dict[str, Any], as_json: bool) -> None:
@@ -196,7 +201,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
         snapshot = storage.join(args.state, snapshots[-1]) if snapshots else None
     report = dry_run(RunOptions(inventory=args.inventory, site_url=site_url, out=out,
                                 state=args.state, section_depth=args.section_depth,
-                                compare_snapshot=snapshot))
+                                compare_snapshot=snapshot, diff_partitions=args.diff_partitions))
     if args.json:
         print(json.dumps(report, indent=2, sort_keys=True, default=str))
     else:

@@ -1,28 +1,50 @@
 """Stage 2, diff: this run's valid rows against the live generation's snapshot.
 
 Classifies every URL as added, changed, unchanged or removed, and gives each a
-truthful lastmod (see sql/diff_rows.sql). Writes `diffed.parquet` (every row
-to publish) and `changes.parquet` (added, changed and removed URLs) under the
-work prefix.
+truthful lastmod (see sql/diff_rows.sql). Writes `diffed/part-NNNNN.parquet`
+(every row to publish) and `changes/part-NNNNN.parquet` (added, changed and
+removed URLs) under the work prefix.
+
+Partitions: the join is on url, so cutting both sides by `hash(url) % partitions`
+splits it exactly (sql/current_partition.sql, sql/previous_partition.sql): each
+partition is diffed on its own, by one call of `diff`, in any order and on any
+worker, and writes its own parts and counts; `combine` adds them up. Every rule
+of the diff (status, lastmod, news) is per row, so the result does not depend on
+the number of partitions. One partition (the default below DIFF_PARTITION_ROWS
+valid rows) joins everything at once, as before.
 """
 
 from __future__ import annotations
 
 import logging
+import math
+import os
 import time
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 
 import duckdb
 
 from pipeline import sql, storage
+from pipeline.errors import ConfigError
 from pipeline.extensions import NEWS_MAX_AGE_DAYS, NEWS_SECTION
 from pipeline.load import register_parquet, write_parquet
 
 log = logging.getLogger(__name__)
 
-DIFFED_KEY = "diffed.parquet"
+#: The diffed rows, one Parquet per partition: `diffed/part-00000.parquet`, ...
+DIFFED_FOLDER = "diffed"
+#: The added, changed and removed URLs, one Parquet per partition.
+CHANGES_FOLDER = "changes"
+#: The generation's changes in the state prefix (one file, whatever the partitions).
 CHANGES_KEY = "changes.parquet"
+#: Valid rows per diff partition when the run does not say (SITEMAPS_DIFF_PARTITION_ROWS):
+#: a run diffs ceil(valid rows / this) hash partitions, each one join of about this
+#: many rows against its share of the snapshot. At 50M, inventories of up to 50M
+#: URLs keep one partition (one join, as before); 1B URLs make 20 partitions, which
+#: the DAG maps over workers and the CLI runs one after the other.
+DIFF_PARTITION_ROWS = int(os.environ.get("SITEMAPS_DIFF_PARTITION_ROWS") or 50_000_000)
 
 #: The snapshot's columns: what the next run needs of this one.
 SNAPSHOT_COLUMNS = ("url", "section", "shard", "fingerprint", "lastmod", "first_seen",
@@ -32,11 +54,12 @@ _EMPTY_SNAPSHOT = (
     "NULL::VARCHAR AS fingerprint, NULL::TIMESTAMPTZ AS lastmod, "
     "NULL::TIMESTAMPTZ AS first_seen, NULL::TIMESTAMPTZ AS last_changed WHERE false"
 )
+_COUNTS = ("added", "changed", "unchanged", "removed", "lastmod_clamped", "news_articles")
 
 
 @dataclass
 class DiffResult:
-    """Counts of the diff, and where its outputs are."""
+    """Counts of the diff (of one partition, or combined), and where its outputs are."""
 
     added: int
     changed: int
@@ -44,57 +67,115 @@ class DiffResult:
     removed: int
     lastmod_clamped: int
     news_articles: int
-    diffed_uri: str
-    changes_uri: str
+    #: The diffed and the changes Parquet parts, one per partition, in partition order.
+    diffed_uris: list[str] = field(default_factory=list)
+    changes_uris: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
     def counts(self) -> dict[str, int]:
-        return {"added": self.added, "changed": self.changed, "unchanged": self.unchanged,
-                "removed": self.removed, "lastmod_clamped": self.lastmod_clamped,
-                "news_articles": self.news_articles}
+        return {k: getattr(self, k) for k in _COUNTS}
 
 
-def register_snapshot(con: duckdb.DuckDBPyConnection, snapshot_uri: str | None) -> None:
-    """The view `previous_rows`: the snapshot at `snapshot_uri`, or an empty one."""
+def partitions_for(valid_rows: int, partition_rows: int | None = None) -> int:
+    """Automatic number of diff partitions: ceil(valid rows / DIFF_PARTITION_ROWS), at least 1."""
+    return max(1, math.ceil(valid_rows / (partition_rows or DIFF_PARTITION_ROWS)))
+
+
+def diffed_key(partition: int) -> str:
+    return f"{DIFFED_FOLDER}/part-{partition:05d}.parquet"
+
+
+def changes_key(partition: int) -> str:
+    return f"{CHANGES_FOLDER}/part-{partition:05d}.parquet"
+
+
+def check_partition(partition: int, partitions: int) -> None:
+    if partitions < 1 or not 0 <= partition < partitions:
+        raise ConfigError(f"diff partition {partition} of {partitions}: partitions must be at "
+                          "least 1 and a partition between 0 and partitions - 1")
+
+
+def register_snapshot(con: duckdb.DuckDBPyConnection, snapshot_uri: str | None,
+                      name: str = "previous_rows") -> None:
+    """The view `name` (default `previous_rows`): the snapshot at `snapshot_uri`, or an empty one."""
     if snapshot_uri:
-        register_parquet(con, "previous_rows", [snapshot_uri])
+        register_parquet(con, name, [snapshot_uri])
     else:
-        con.sql(_EMPTY_SNAPSHOT).create_view("previous_rows", replace=True)
+        con.sql(_EMPTY_SNAPSHOT).create_view(name, replace=True)
+
+
+def register_partition(con: duckdb.DuckDBPyConnection, valid_uri: str, snapshot_uri: str | None,
+                       partition: int = 0, partitions: int = 1) -> None:
+    """The views `current_rows` and `previous_rows`: both sides of one partition's join."""
+    check_partition(partition, partitions)
+    if partitions == 1:
+        register_parquet(con, "current_rows", [valid_uri])
+        register_snapshot(con, snapshot_uri)
+        return
+    register_parquet(con, "current_all", [valid_uri])
+    register_snapshot(con, snapshot_uri, name="previous_all")
+    params = {"partition": partition, "partitions": partitions}
+    con.sql(sql.load_sql("current_partition"), params=params).create_view(
+        "current_rows", replace=True)
+    con.sql(sql.load_sql("previous_partition"), params=params).create_view(
+        "previous_rows", replace=True)
 
 
 def diff_relation(con: duckdb.DuckDBPyConnection, valid_uri: str, snapshot_uri: str | None,
-                  run_time: datetime, with_news: bool = True) -> duckdb.DuckDBPyRelation:
-    """The diffed rows (sql/diff_rows.sql) as a relation, not yet run."""
-    register_parquet(con, "current_rows", [valid_uri])
-    register_snapshot(con, snapshot_uri)
+                  run_time: datetime, with_news: bool = True, partition: int = 0,
+                  partitions: int = 1) -> duckdb.DuckDBPyRelation:
+    """The diffed rows of one partition (sql/diff_rows.sql) as a relation, not yet run."""
+    register_partition(con, valid_uri, snapshot_uri, partition, partitions)
     return con.sql(sql.load_sql("diff_rows"), params={
         "run_time": run_time, "news_section": NEWS_SECTION,
         "news_max_age_days": NEWS_MAX_AGE_DAYS, "with_news": with_news})
 
 
 def diff(valid_uri: str, snapshot_uri: str | None, run_time: datetime, work_uri: str, *,
-         with_news: bool = True, con: duckdb.DuckDBPyConnection | None = None) -> DiffResult:
-    """Diff the valid rows against the snapshot; write diffed and changed rows."""
+         with_news: bool = True, con: duckdb.DuckDBPyConnection | None = None,
+         partition: int = 0, partitions: int = 1) -> DiffResult:
+    """Diff one partition of the valid rows against the same partition of the snapshot.
+
+    Writes `diffed/part-NNNNN.parquet` and `changes/part-NNNNN.parquet` (NNNNN: the
+    partition) and returns that partition's counts; `combine` adds partitions up.
+    """
     started = time.monotonic()
     con = con or sql.connect()
     work = storage.open_storage(work_uri)
     # Streamed straight to Parquet: the diffed rows are never all held in memory.
-    diffed_uri = write_parquet(diff_relation(con, valid_uri, snapshot_uri, run_time, with_news),
-                               work, DIFFED_KEY)
+    diffed_uri = write_parquet(
+        diff_relation(con, valid_uri, snapshot_uri, run_time, with_news, partition, partitions),
+        work, diffed_key(partition))
     register_parquet(con, "diffed", [diffed_uri])
     counts = {k: int(v) for k, v in sql.first_row(con, sql.load_sql("diff_counts")).items()}
-    changes_uri = write_parquet(con.sql(sql.load_sql("changed_rows")), work, CHANGES_KEY)
-    result = DiffResult(**counts, diffed_uri=diffed_uri, changes_uri=changes_uri,
+    changes_uri = write_parquet(con.sql(sql.load_sql("changed_rows")), work,
+                                changes_key(partition))
+    result = DiffResult(**counts, diffed_uris=[diffed_uri], changes_uris=[changes_uri],
                         seconds=time.monotonic() - started)
-    log.info("diff: %d added, %d changed, %d unchanged, %d removed, %d future lastmods clamped "
-             "(%.1f s)", result.added, result.changed, result.unchanged, result.removed,
-             result.lastmod_clamped, result.seconds)
+    where = f"partition {partition + 1}/{partitions}: " if partitions > 1 else ""
+    log.info("diff: %s%d added, %d changed, %d unchanged, %d removed, %d future lastmods "
+             "clamped (%.1f s)", where, result.added, result.changed, result.unchanged,
+             result.removed, result.lastmod_clamped, result.seconds)
     return result
 
 
-def save_state(planned_uris: list[str], work_uri: str, state_uri: str, generation: str
-               ) -> dict[str, str]:
-    """Store the generation's snapshot (from every planned part), rejects and changes."""
+def combine(results: Sequence[DiffResult]) -> DiffResult:
+    """The partitions' results as one: counts and seconds summed, parts in the given order."""
+    return DiffResult(
+        **{k: sum(getattr(r, k) for r in results) for k in _COUNTS},
+        diffed_uris=[u for r in results for u in r.diffed_uris],
+        changes_uris=[u for r in results for u in r.changes_uris],
+        seconds=sum(r.seconds for r in results))
+
+
+def save_state(planned_uris: list[str], changes_uris: list[str], work_uri: str, state_uri: str,
+               generation: str) -> dict[str, str]:
+    """Store the generation's snapshot (from every planned part), rejects and changes.
+
+    The changes go to the state as one `changes.parquet`, whatever the number of diff
+    partitions (the feed, IndexNow and the manifest's `state.changes` read one file):
+    one part is uploaded as it is, several are written together into one file.
+    """
     from pipeline.load import REJECTS_KEY
 
     state = storage.open_storage(state_uri)
@@ -105,8 +186,17 @@ def save_state(planned_uris: list[str], work_uri: str, state_uri: str, generatio
     files = {"snapshot": write_parquet(
         con.sql(f"SELECT {', '.join(SNAPSHOT_COLUMNS)} FROM planned"), state,
         f"{prefix}/snapshot.parquet", compression="zstd")}
-    for name, key in (("rejects", REJECTS_KEY), ("changes", CHANGES_KEY)):
-        with work.local_path(key) as path:
-            state.upload_file(path, f"{prefix}/{key}")
-        files[name] = state.uri(f"{prefix}/{key}")
+    with work.local_path(REJECTS_KEY) as path:
+        state.upload_file(path, f"{prefix}/{REJECTS_KEY}")
+    files["rejects"] = state.uri(f"{prefix}/{REJECTS_KEY}")
+    changes = f"{prefix}/{CHANGES_KEY}"
+    if len(changes_uris) == 1:
+        root, _, key = changes_uris[0].rpartition("/")
+        with storage.open_storage(root).local_path(key) as path:
+            state.upload_file(path, changes)
+        files["changes"] = state.uri(changes)
+    else:
+        register_parquet(con, "changes_parts", list(changes_uris))
+        files["changes"] = write_parquet(con.sql("SELECT url, change, lastmod FROM changes_parts"),
+                                         state, changes, compression="zstd")
     return files

@@ -25,7 +25,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
@@ -506,12 +506,15 @@ def publish_indexnow_key(target: str | storage.Storage, key: str,
     return store.uri(name)
 
 
-def generation_changed_urls(changes_uri: str, fetch: int = INDEXNOW_MAX_URLS) -> Iterator[str]:
-    """The URLs of a changes Parquet file (sql/indexnow_urls.sql), streamed."""
+def generation_changed_urls(changes_uris: str | Sequence[str], fetch: int = INDEXNOW_MAX_URLS
+                            ) -> Iterator[str]:
+    """The URLs of a changes Parquet file, or of a run's changes parts read together
+    (sql/indexnow_urls.sql), streamed."""
     from pipeline.load import register_parquet
 
     con = sql.connect()
-    register_parquet(con, "generation_changes", [changes_uri])
+    register_parquet(con, "generation_changes", [changes_uris] if isinstance(changes_uris, str)
+                     else list(changes_uris))
     cur = con.execute(sql.load_sql("indexnow_urls"))
     while rows := cur.fetchmany(fetch):
         for (url,) in rows:

@@ -27,6 +27,7 @@ import json
 import logging
 import os
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
@@ -274,16 +275,22 @@ def _slices(con: duckdb.DuckDBPyConnection, slice_rows: int) -> list[Slice]:
     return slices or [Slice(())]
 
 
-def plan(diffed_uri: str, snapshot_uri: str | None, work_uri: str, limits: Limits, *,
-         output_format: str = "xml", con: duckdb.DuckDBPyConnection | None = None,
-         slice_rows: int | None = None) -> PlanResult:
-    """Assign every row a shard, slice by slice; write the planned parts and the shard list."""
+def plan(diffed_uris: str | Sequence[str], snapshot_uri: str | None, work_uri: str,
+         limits: Limits, *, output_format: str = "xml",
+         con: duckdb.DuckDBPyConnection | None = None, slice_rows: int | None = None
+         ) -> PlanResult:
+    """Assign every row a shard, slice by slice; write the planned parts and the shard list.
+
+    `diffed_uris`: the diff's parts (one per diff partition; a single URI is one part),
+    read together as one table: the plan does not depend on how the diff was cut.
+    """
     if output_format not in FORMATS:
         raise ConfigError(f"--format must be one of {', '.join(FORMATS)}, not {output_format!r}")
     slice_rows = slice_rows or SLICE_ROWS
     started = time.monotonic()
     con = con or sql.connect()
-    register_parquet(con, "diffed_all", [diffed_uri])
+    register_parquet(con, "diffed_all", [diffed_uris] if isinstance(diffed_uris, str)
+                     else list(diffed_uris))
     register_snapshot(con, snapshot_uri)
     con.execute(sql.load_sql("previous_shard_bounds"))
     slices = _slices(con, slice_rows)

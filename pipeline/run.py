@@ -25,14 +25,18 @@ def run(opts: RunOptions, progress: Progress = QUIET) -> dict[str, Any]:
     ctx = steps.begin(opts)
     try:
         seconds = {"load": steps.load_step(ctx, progress)["seconds"]}
-        progress.step("diff against the live generation")
-        diffed = steps.diff_step(ctx)
+        partitions = steps.diff_partitions(ctx)
+        progress.step("diff against the live generation"
+                      + (f" ({partitions} partitions)" if partitions > 1 else ""))
+        t = time.monotonic()
+        diffed = steps.diff_step(ctx)  # the partitions one after the other, each join bounded
+        seconds["diff"] = round(time.monotonic() - t, 3)
         progress.done(f"{diffed['added']:,} added, {diffed['changed']:,} changed, "
                       f"{diffed['removed']:,} removed")
         progress.step("plan shards")
         planned = steps.plan_step(ctx)
         progress.done(f"{planned['shards']:,} shards, {planned['to_render']:,} to write")
-        seconds.update(diff=diffed["seconds"], plan=planned["seconds"])
+        seconds["plan"] = planned["seconds"]
         t = time.monotonic()
         rendered = steps.render_step(ctx, None, progress=progress)
         seconds["render"] = round(time.monotonic() - t, 3)

@@ -18,7 +18,7 @@ from typing import Any
 
 from pipeline import storage
 from pipeline.config import Limits
-from pipeline.errors import TooManyRejects
+from pipeline.errors import ConfigError, TooManyRejects
 from pipeline.publish import (
     DEFAULT_SHRINK_THRESHOLD,
     cross_submission_warning,
@@ -73,6 +73,10 @@ class RunOptions:
     indexnow_endpoint: str | None = None
     #: Rows the plan works on at a time (None: pipeline.plan.SLICE_ROWS).
     plan_slice_rows: int | None = None
+    #: Hash partitions of the diff (None: automatic, ceil(valid rows /
+    #: pipeline.diff.DIFF_PARTITION_ROWS), 1 for all but huge inventories). The CLI runs
+    #: them one after the other; the DAG maps the diff task over them.
+    diff_partitions: int | None = None
 
     @property
     def state_uri(self) -> str:
@@ -82,6 +86,8 @@ class RunOptions:
 
 def begin(opts: RunOptions) -> dict[str, Any]:
     """Reads the live manifest (its version is what the commit will be conditional on)."""
+    if opts.diff_partitions is not None and opts.diff_partitions < 1:
+        raise ConfigError(f"--diff-partitions must be at least 1, not {opts.diff_partitions}")
     run_time = (opts.run_time or datetime.now(UTC)).astimezone(UTC).replace(microsecond=0)
     site = Site.parse(opts.site_url)
     public = opts.public_url or site.prefix
@@ -113,7 +119,7 @@ def begin(opts: RunOptions) -> dict[str, Any]:
         "lease": bool(opts.lease_seconds), "lease_owner": lease_owner, "format": opts.format,
         "keep_generations": opts.keep_generations,
         "gc_grace_hours": opts.gc_grace_hours, "warnings": warnings,
-        "plan_slice_rows": opts.plan_slice_rows,
+        "plan_slice_rows": opts.plan_slice_rows, "diff_partitions": opts.diff_partitions,
     }
     log.info("begin: generation %s, live generation %s", generation, live.generation or "none")
     return ctx
@@ -144,6 +150,8 @@ def check_rejects(input_rows: int, rejected: dict[str, int], max_share: float) -
 
 
 def load_step(ctx: dict[str, Any], progress: Any = None) -> dict[str, Any]:
+    """Loads the inventory; its counts include `diff_partitions`, the diff's partitions."""
+    from pipeline.diff import partitions_for
     from pipeline.load import load
     from pipeline.progress import QUIET
 
@@ -151,23 +159,74 @@ def load_step(ctx: dict[str, Any], progress: Any = None) -> dict[str, Any]:
                   section_depth=ctx["section_depth"], progress=progress or QUIET)
     counts = {"input_rows": result.input_rows, "valid_rows": result.valid_rows,
               "rejected": result.rejected, "rejected_rows": result.rejected_rows,
-              "dropped_fields": result.field_issues, "seconds": round(result.seconds, 3)}
+              "dropped_fields": result.field_issues, "seconds": round(result.seconds, 3),
+              "diff_partitions": ctx.get("diff_partitions") or partitions_for(result.valid_rows)}
     _save(ctx, "load.json", {**counts, "valid_uri": result.valid_uri,
                              "rejects_uri": result.rejects_uri})
     check_rejects(result.input_rows, result.rejected, ctx["max_reject_share"])
     return counts
 
 
-def diff_step(ctx: dict[str, Any]) -> dict[str, Any]:
+def diff_partitions(ctx: dict[str, Any]) -> int:
+    """How many hash partitions the diff has (load decided: the run's option, or automatic)."""
+    return int(_read(ctx, "load.json")["diff_partitions"])
+
+
+def _diff_part_name(partition: int) -> str:
+    return f"diff-{partition:05d}.json"
+
+
+def diff_partition_step(ctx: dict[str, Any], partition: int) -> dict[str, Any]:
+    """Diffs one hash partition; writes its parts and `diff-NNNNN.json` (counts and URIs)."""
     from pipeline.diff import diff
 
     loaded = _read(ctx, "load.json")
+    partitions = int(loaded["diff_partitions"])
     result = diff(loaded["valid_uri"], ctx["snapshot"], datetime.fromisoformat(ctx["run_time"]),
-                  ctx["work"], with_news=ctx["format"] == "xml")
-    counts = {**result.counts(), "seconds": round(result.seconds, 3)}
-    _save(ctx, "diff.json", {**counts, "diffed_uri": result.diffed_uri,
-                             "changes_uri": result.changes_uri})
+                  ctx["work"], with_news=ctx["format"] == "xml", partition=partition,
+                  partitions=partitions)
+    counts = {**result.counts(), "seconds": round(result.seconds, 3), "partition": partition,
+              "partitions": partitions}
+    _save(ctx, _diff_part_name(partition), {**counts, "diffed_uris": result.diffed_uris,
+                                            "changes_uris": result.changes_uris})
     return counts
+
+
+def diff_combine_step(ctx: dict[str, Any]) -> dict[str, Any]:
+    """Gathers every partition's `diff-NNNNN.json` into `diff.json`; returns the summed counts.
+
+    Fails, naming them, when partitions are missing (their diff task did not finish).
+    """
+    from pipeline.diff import DiffResult, combine
+
+    partitions = diff_partitions(ctx)
+    work = _work(ctx)
+    missing = [p for p in range(partitions) if not work.exists(_diff_part_name(p))]
+    if missing:
+        raise RuntimeError(f"diff partition(s) {missing[:10]} of {partitions} have no result "
+                           f"({_diff_part_name(missing[0])} under {ctx['work']}): run them first")
+    parts = [_read(ctx, _diff_part_name(p)) for p in range(partitions)]
+    stale = [d["partition"] for d in parts if d["partitions"] != partitions]
+    if stale:
+        raise RuntimeError(f"diff partition(s) {stale[:10]} were diffed in another number of "
+                           f"partitions than {partitions} (load ran again?): clear them")
+    result = combine([DiffResult(**{k: v for k, v in d.items()
+                                    if k not in ("partition", "partitions")}) for d in parts])
+    counts = {**result.counts(), "seconds": round(result.seconds, 3), "partitions": partitions}
+    _save(ctx, "diff.json", {**counts, "diffed_uris": result.diffed_uris,
+                             "changes_uris": result.changes_uris})
+    if partitions > 1:
+        log.info("diff: %d partitions: %d added, %d changed, %d unchanged, %d removed (%.1f s "
+                 "in all)", partitions, result.added, result.changed, result.unchanged,
+                 result.removed, result.seconds)
+    return counts
+
+
+def diff_step(ctx: dict[str, Any]) -> dict[str, Any]:
+    """Diffs every partition, one after the other, then combines them (the CLI's way)."""
+    for partition in range(diff_partitions(ctx)):
+        diff_partition_step(ctx, partition)
+    return diff_combine_step(ctx)
 
 
 def plan_step(ctx: dict[str, Any], batch_bytes: int = DEFAULT_RENDER_BATCH_BYTES
@@ -176,7 +235,7 @@ def plan_step(ctx: dict[str, Any], batch_bytes: int = DEFAULT_RENDER_BATCH_BYTES
     from pipeline.plan import plan
 
     diffed = _read(ctx, "diff.json")
-    result = plan(diffed["diffed_uri"], ctx["snapshot"], ctx["work"], Limits(**ctx["limits"]),
+    result = plan(diffed["diffed_uris"], ctx["snapshot"], ctx["work"], Limits(**ctx["limits"]),
                   output_format=ctx["format"], slice_rows=ctx.get("plan_slice_rows"))
     skip = set() if ctx["force"] else set(ctx["live_keys"])
     batches: list[list[str]] = []
@@ -258,8 +317,8 @@ def publish_step(ctx: dict[str, Any], render_uris: list[str]) -> dict[str, Any]:
         public_url=ctx["public_url"], generation=ctx["generation"],
         created=datetime.fromisoformat(ctx["run_time"]), counts=counts,
         max_sitemaps_per_index=ctx["limits"]["max_sitemaps_per_index"],
-        save_state=lambda: save_state(planned["planned_uris"], ctx["work"], ctx["state"],
-                                      ctx["generation"]),
+        save_state=lambda: save_state(planned["planned_uris"], diffed["changes_uris"],
+                                      ctx["work"], ctx["state"], ctx["generation"]),
         allow_shrink=ctx["allow_shrink"], shrink_threshold=ctx["shrink_threshold"],
         warnings=ctx["warnings"])
     return _summary(ctx, result.manifest, result.published, counts)
@@ -309,7 +368,7 @@ def dry_run_summary(ctx: dict[str, Any]) -> dict[str, Any]:
             "sitemaps": len(shards), "shards_to_write": len(keys - live_keys),
             "shards_reused": len(keys & live_keys), "shards_removed": len(live_keys - keys),
         },
-        "changes_uri": diffed["changes_uri"],
+        "changes_uris": diffed["changes_uris"],
     }
 
 

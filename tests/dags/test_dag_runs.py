@@ -7,6 +7,7 @@ S3 is reached through the Airflow connection only: the Airflow processes get no 
 
 from __future__ import annotations
 
+import io
 import json
 import time
 from datetime import UTC, datetime
@@ -40,9 +41,12 @@ MAX_URLS = 500
 #: The demo inventory's 3,000 URLs come out as about 21 shards, 270 kB of <url> lines:
 #: this makes about 4 render batches, so render maps over several tasks.
 RENDER_BATCH_BYTES = 80_000
+#: The DAG of the parity test diffs in this many hash partitions (mapped diff tasks).
+DIFF_PARTITIONS = 3
 
 
-def site_block(name: str, bucket: S3Bucket, inventory_key: str, out: str) -> str:
+def site_block(name: str, bucket: S3Bucket, inventory_key: str, out: str,
+               extra: str = "") -> str:
     return f"""
 [sites.{name}]
 site_url = "{SITE}"
@@ -51,7 +55,7 @@ inventory = "{bucket.url(inventory_key)}"
 out = "{bucket.url(out)}"
 aws_conn_id = "{CONN_ID}"
 render_batch_bytes = {RENDER_BATCH_BYTES}
-
+{extra}
 [sites.{name}.limits]
 max_urls_per_sitemap = {MAX_URLS}
 """
@@ -81,8 +85,11 @@ def test_dag_run_publishes_what_the_cli_publishes(
         tmp_path: Path, airflow_db: Path, s3_bucket: S3Bucket) -> None:
     inventory = make_inventory(tmp_path / "inventory.parquet", URLS, site=SITE)
     s3_bucket.client.upload_file(str(inventory), s3_bucket.name, "inventory/inv.parquet")
+    # The DAG diffs in 3 hash partitions (3 mapped diff tasks), the CLI in 1: partitioning
+    # must not change what is published.
     env = airflow_for(tmp_path, airflow_db, s3_bucket,
-                      site_block("parity", s3_bucket, "inventory/inv.parquet", "dag/"))
+                      site_block("parity", s3_bucket, "inventory/inv.parquet", "dag/",
+                                 f"diff_partitions = {DIFF_PARTITIONS}"))
 
     rc, out, seconds = dags_test(env, "sitemaps_parity")
     print(f"airflow dags test: {seconds:.1f} s")
@@ -91,9 +98,13 @@ def test_dag_run_publishes_what_the_cli_publishes(
     states = env.task_states("sitemaps_parity")
     renders = [k for k in states if k[0] == "render"]
     assert len(renders) >= 3, states  # mapped over several batches
+    diffs = sorted(k for k in states if k[0] == "diff")
+    assert diffs == [("diff", i) for i in range(DIFF_PARTITIONS)], states
+    assert states[("diff_counts", -1)] == ("success", 1)
     assert all(s == ("success", 1) for s in states.values()), states
 
-    # The CLI path, same inventory and run time, another prefix, same public URL.
+    # The CLI path, same inventory and run time, another prefix, same public URL, and
+    # one diff partition (the default at this size).
     summary = run(RunOptions(inventory=s3_bucket.url("inventory/inv.parquet"), site_url=SITE,
                              out=s3_bucket.url("cli/"), public_url=PUBLIC,
                              limits=Limits(max_urls=MAX_URLS), run_time=RUN_TIME))
@@ -115,6 +126,16 @@ def test_dag_run_publishes_what_the_cli_publishes(
         cli_index = s3_bucket.client.get_object(Bucket=s3_bucket.name, Key=f"cli/{index['key']}")
         assert dag_index["Body"].read() == cli_index["Body"].read()
     assert dm["created"] == cm["created"] == "2026-12-01T03:00:00Z"
+
+    # The generation's changes (one file in the state, from the DAG's 3 partitions): the
+    # same rows as the CLI's.
+    def changes(m: dict) -> list[tuple]:
+        key = m["state"]["changes"].removeprefix(f"s3://{s3_bucket.name}/")
+        body = s3_bucket.client.get_object(Bucket=s3_bucket.name, Key=key)["Body"].read()
+        return sorted((r["url"], r["change"], r["lastmod"])
+                      for r in pq.read_table(io.BytesIO(body)).to_pylist())
+
+    assert changes(dm) == changes(cm) and len(changes(dm)) == dm["counts"]["added"]
 
     # The work files are gone; the manifest asset event carries the run's summary.
     assert keys(s3_bucket, "dag/_state/runs/") == []
@@ -141,7 +162,7 @@ def test_terminal_error_fails_at_once_and_publishes_nothing(
     assert states[("begin", -1)] == ("success", 1)
     assert states[("load", -1)] == ("failed", 1), states  # first try, no retry
     assert "up_for_retry" not in out
-    for task_id in ("diff", "plan", "publish", "finish"):
+    for task_id in ("diff_partitions", "diff", "diff_counts", "plan", "publish", "finish"):
         assert states[(task_id, -1)][0] == "upstream_failed", states
     # The reason, as the task log's last error line.
     reason = "the inventory's `url` column is BIGINT; it must be a string"
@@ -162,8 +183,9 @@ def test_dry_run_plans_and_publishes_nothing(
     print(f"airflow dags test: {seconds:.1f} s")
     assert rc == 0, tail(out)
     states = env.task_states("sitemaps_dry")
-    for task_id in ("begin", "load", "diff", "plan", "finish"):
+    for task_id in ("begin", "load", "diff_partitions", "diff_counts", "plan", "finish"):
         assert states[(task_id, -1)] == ("success", 1), states
+    assert states[("diff", 0)] == ("success", 1), states  # one partition: one mapped diff
     for task_id in ("render", "publish", "gc"):
         assert states[(task_id, -1)][0] == "skipped", states
     assert "dry run: would publish" in out and "nothing rendered or published" in out

@@ -13,7 +13,8 @@ from tests.dags.airflow_env import DAGS_FOLDER, ROOT, new_home, requires_airflow
 
 pytestmark = requires_airflow
 
-TASKS = ["begin", "load", "diff", "plan", "render", "publish", "gc", "notify", "finish"]
+TASKS = ["begin", "load", "diff_partitions", "diff", "diff_counts", "plan", "render", "publish",
+         "gc", "notify", "finish"]
 
 TWO_SITES = """
 [defaults]
@@ -119,13 +120,18 @@ def test_one_dag_per_site_with_the_expected_shape(bags: dict[str, dict]) -> None
             assert "*If it fails*" in t["doc_md"] or "Runs only when" in t["doc_md"], task_id
         t = d["tasks"]
         assert t["render"]["mapped"] and not t["publish"]["mapped"]
+        # diff is mapped over hash partitions of the URLs; diff_counts adds them up.
+        assert t["diff"]["mapped"] and not t["diff_counts"]["mapped"]
         # publish runs when render was mapped over zero batches (skipped); finish never
         # runs after a failure, so a failed run keeps the work files a retry needs.
         assert t["publish"]["trigger_rule"] == "none_failed"
         assert t["finish"]["trigger_rule"] == "none_failed"
         assert t["gc"]["trigger_rule"] == "all_success"
         assert t["load"]["upstream"] == ["begin"]
-        assert t["plan"]["upstream"] == ["begin", "diff"]
+        assert t["diff_partitions"]["upstream"] == ["begin", "load"]
+        assert t["diff"]["upstream"] == ["begin", "diff_partitions"]
+        assert t["diff_counts"]["upstream"] == ["begin", "diff"]
+        assert t["plan"]["upstream"] == ["begin", "diff_counts"]
         assert t["render"]["upstream"] == ["begin", "plan"]
         assert t["publish"]["upstream"] == ["begin", "render"]
         assert t["finish"]["upstream"] == ["begin", "publish"]

@@ -39,6 +39,12 @@ def test_defaults_derive_state_work_and_asset_from_out_and_inventory() -> None:
     assert s.schedule == "0 3 * * *" and s.aws_conn_id is None
     assert (s.format, s.lease_seconds, s.gc_keep, s.gc_grace_hours) == ("xml", 0, 3, 48)
     assert s.limits.max_urls == 50_000
+    assert s.diff_partitions is None  # automatic
+
+
+def test_diff_partitions() -> None:
+    (s,) = sites.parse_sites({"sites": {"www": {**BASE, "diff_partitions": 4}}})
+    assert s.diff_partitions == 4
 
 
 def test_defaults_table_applies_to_every_site_and_a_site_overrides_it() -> None:
@@ -68,6 +74,8 @@ def test_explicit_state_and_work() -> None:
     ({**BASE, "tags": "demo"}, "tags must be a list"),
     ({**BASE, "format": "html"}, "format must be one of xml, txt"),
     ({**BASE, "gc_keep": 0}, "gc_keep and section_depth are at least 1"),
+    ({**BASE, "diff_partitions": 0}, "diff_partitions must be at least 1"),
+    ({**BASE, "diff_partitions": 2.0}, "diff_partitions = 2.0 has the wrong type"),
 ])
 def test_mistakes_are_config_errors_that_name_the_site(block: dict, message: str) -> None:
     with pytest.raises(ConfigError, match=r"\[sites\.www\]") as exc:

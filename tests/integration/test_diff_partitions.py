@@ -1,0 +1,198 @@
+"""Diff in hash partitions: exactly what one partition (one join) publishes, run after run.
+
+The demo inventory (with a few news articles added) is published twice into each of two
+outputs, once diffed in 1 partition and once in 3: a first run, then an incremental run
+with changed, added and removed rows. Both outputs must hold the same files (keys,
+sha256, lastmods), counts, changes, feed and IndexNow URLs.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import feedparser
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from pipeline import sql
+from pipeline.config import Limits
+from pipeline.demo import make_inventory
+from pipeline.diff import DIFF_PARTITION_ROWS, combine, diff, partitions_for
+from pipeline.errors import ConfigError
+from pipeline.load import load, register_parquet
+from pipeline.notify import FEED_KEY, generation_changed_urls
+from pipeline.publish import read_live
+from pipeline.run import RunOptions, run
+from pipeline.steps import begin, diff_combine_step, diff_partition_step, load_step
+from tests.output_check import read_output
+
+pytestmark = pytest.mark.integration
+SITE = "https://www.example.com/"
+T0 = datetime(2026, 12, 1, 3, 0, tzinfo=UTC)
+T1 = T0 + timedelta(days=1, hours=2)
+URLS = 12_000
+LIMITS = Limits(max_urls=500)
+NEWS = pa.struct([("publication_name", pa.string()), ("language", pa.string()),
+                  ("publication_date", pa.timestamp("s", tz="UTC")), ("title", pa.string())])
+
+
+def first_inventory(tmp: Path) -> pa.Table:
+    """The demo inventory, plus a news article on every 97th row (fresh or old)."""
+    table = pq.read_table(make_inventory(tmp / "demo.parquet", URLS, site=SITE))
+    news = [{"publication_name": "The Example", "language": "en",
+             "publication_date": T0 - (timedelta(hours=5) if i % 2 else timedelta(days=5)),
+             "title": f"Story {i} & more"} if i % 97 == 0 else None
+            for i in range(table.num_rows)]
+    return table.append_column("news", pa.array(news, NEWS))
+
+
+def second_inventory(table: pa.Table) -> pa.Table:
+    """Changed (payload and lastmod), removed and added rows, and a fresh article.
+
+    Rows change in a few sections only, so the other sections' shards are reused."""
+    rows = table.to_pylist()
+    out = []
+    for i, r in enumerate(rows):
+        if not any(f"/{s}/" in r["url"] for s in ("blog", "help", "deal", "news")):
+            out.append(r)
+            continue
+        if i % 7 == 3:
+            continue  # removed
+        if i % 7 == 1:  # a payload change
+            r = {**r, "changefreq": "daily" if r["changefreq"] != "daily" else "weekly"}
+        elif i % 7 == 2:  # a real, recent change the inventory reports
+            r = {**r, "lastmod": T1 - timedelta(hours=1)}
+        elif i % 7 == 5 and r["news"] is None:  # becomes a fresh article
+            r = {**r, "news": {"publication_name": "The Example", "language": "en",
+                               "publication_date": T1 - timedelta(hours=2), "title": "Fresh"}}
+        out.append(r)
+    out += [{"url": f"{SITE}product/new-{i}", "lastmod": None, "changefreq": None,
+             "priority": None, "news": None} for i in range(150)]
+    out += [{"url": f"{SITE}brand-new/{i}", "lastmod": None, "changefreq": "weekly",
+             "priority": 0.5, "news": None} for i in range(60)]
+    return pa.Table.from_pylist(out, schema=table.schema)
+
+
+def publish(tmp: Path, out: str, table: pa.Table, when: datetime, partitions: int
+            ) -> dict[str, Any]:
+    inv = tmp / f"inv-{when:%d%H}.parquet"
+    if not inv.exists():
+        pq.write_table(table, inv)
+    return run(RunOptions(inventory=str(inv), site_url=SITE, out=out, limits=LIMITS,
+                          run_time=when, allow_shrink=True, diff_partitions=partitions,
+                          feed_days=7, report=False))
+
+
+def published(out: str) -> dict[str, Any]:
+    """Everything a crawler or a consumer of the changes sees of the live generation."""
+    o = read_output(out, max_urls=LIMITS.max_urls)
+    m = o.manifest
+    changes = pq.read_table(m["state"]["changes"]).to_pylist()
+    feed = feedparser.parse((Path(out) / FEED_KEY).read_bytes())
+    return {
+        "files": sorted((s["key"], s["sha256"], s["lastmod"], s["urls"]) for s in m["sitemaps"]),
+        "lastmods": o.lastmods,
+        "indexes": [i["key"] for i in m["indexes"]],
+        "counts": m["counts"],
+        "changes": sorted((r["url"], r["change"], r["lastmod"]) for r in changes),
+        "feed": [(e.link, e.updated) for e in feed.entries],
+        "indexnow": list(generation_changed_urls(m["state"]["changes"])),
+    }
+
+
+def test_three_partitions_publish_what_one_publishes(tmp_path: Path) -> None:
+    first = first_inventory(tmp_path)
+    second = second_inventory(first)
+    one, three = str(tmp_path / "one"), str(tmp_path / "three")
+
+    s1 = publish(tmp_path, one, first, T0, 1)
+    s3 = publish(tmp_path, three, first, T0, 3)
+    a, b = published(one), published(three)
+    assert a == b
+    c = s3["counts"]
+    assert (c["added"], c["changed"], c["unchanged"], c["removed"]) == (
+        s1["counts"]["added"], 0, 0, 0)
+    assert c["news_articles"] > 0 and any("google-news" in f[0] for f in b["files"])
+
+    s1 = publish(tmp_path, one, second, T1, 1)
+    s3 = publish(tmp_path, three, second, T1, 3)
+    a, b = published(one), published(three)
+    for key in a:
+        assert a[key] == b[key], key
+    c = s3["counts"]
+    assert {k: c[k] for k in ("added", "changed", "unchanged", "removed", "lastmod_clamped",
+                              "news_articles")} == {
+        k: s1["counts"][k] for k in ("added", "changed", "unchanged", "removed",
+                                     "lastmod_clamped", "news_articles")}
+    assert c["added"] >= 210 and c["changed"] > 0 and c["removed"] > 0
+    assert c["shards_reused"] > 0  # an incremental run: unchanged shards keep their keys
+    kinds = {change for _, change, _ in b["changes"]}
+    assert kinds == {"added", "changed", "removed"}
+    assert len(b["indexnow"]) == c["added"] + c["changed"] + c["removed"]
+    assert s3["stage_seconds"]["diff"] > 0
+
+
+def test_partitions_cut_the_join_exactly_and_in_any_order(tmp_path: Path) -> None:
+    """diff() per partition, run out of order: the union is the one-join result, row for row."""
+    first = first_inventory(tmp_path)
+    out = str(tmp_path / "out")
+    publish(tmp_path, out, first, T0, 1)
+    snapshot = read_live(out).manifest["state"]["snapshot"]  # type: ignore[index]
+    inv = tmp_path / "second.parquet"
+    pq.write_table(second_inventory(first), inv)
+    valid = load(str(inv), SITE, str(tmp_path / "load")).valid_uri
+
+    whole = diff(valid, snapshot, T1, str(tmp_path / "whole"))
+    parts = {p: diff(valid, snapshot, T1, str(tmp_path / "parts"), partition=p, partitions=3)
+             for p in (2, 0, 1)}
+    assert all(r.added + r.changed + r.unchanged > 0 for r in parts.values())  # not lopsided
+    combined = combine([parts[p] for p in range(3)])
+    assert combined.counts() == whole.counts()
+    assert [Path(u).name for u in combined.diffed_uris] == [
+        "part-00000.parquet", "part-00001.parquet", "part-00002.parquet"]
+
+    con = sql.connect(memory_limit="512MB", threads=1)
+
+    def rows(name: str, uris: list[str]) -> list[tuple]:
+        register_parquet(con, name, uris)
+        return con.sql(f"SELECT * FROM {name} ORDER BY ALL").fetchall()
+
+    assert rows("a", whole.diffed_uris) == rows("b", combined.diffed_uris)
+    assert rows("c", whole.changes_uris) == rows("d", combined.changes_uris)
+    # IndexNow reads a run's changes parts together as one file.
+    assert list(generation_changed_urls(combined.changes_uris)) == list(
+        generation_changed_urls(whole.changes_uris[0]))
+
+
+def test_diff_steps_write_one_result_per_partition_and_combine_them(tmp_path: Path) -> None:
+    inv = make_inventory(tmp_path / "demo.parquet", 2_000, site=SITE)
+    ctx = begin(RunOptions(inventory=str(inv), site_url=SITE, out=str(tmp_path / "out"),
+                           work=str(tmp_path / "work"), run_id="r1", run_time=T0,
+                           diff_partitions=3))
+    assert load_step(ctx)["diff_partitions"] == 3
+    diff_partition_step(ctx, 1)
+    with pytest.raises(RuntimeError, match=r"diff partition\(s\) \[0, 2\] of 3"):
+        diff_combine_step(ctx)
+    parts = [diff_partition_step(ctx, p) for p in (2, 0)]
+    counts = diff_combine_step(ctx)
+    work = tmp_path / "work" / "r1"
+    assert sorted(p.name for p in work.glob("diff*.json")) == [
+        "diff-00000.json", "diff-00001.json", "diff-00002.json", "diff.json"]
+    assert counts["partitions"] == 3 and counts["added"] > sum(p["added"] for p in parts) > 0
+    assert sorted(p.name for p in (work / "diffed").iterdir()) == [
+        f"part-{p:05d}.parquet" for p in range(3)]
+
+
+def test_automatic_partitions_and_bad_counts(tmp_path: Path) -> None:
+    n = DIFF_PARTITION_ROWS
+    assert partitions_for(0) == partitions_for(1) == partitions_for(n) == 1
+    assert partitions_for(n + 1) == 2 and partitions_for(20 * n) == 20
+    assert partitions_for(10, partition_rows=3) == 4
+    with pytest.raises(ConfigError, match="at least 1"):
+        begin(RunOptions(inventory="x", site_url=SITE, out=str(tmp_path / "o"),
+                         diff_partitions=0))
+    with pytest.raises(ConfigError, match="partition 3 of 3"):
+        diff("unused", None, T0, str(tmp_path), partition=3, partitions=3)
