@@ -107,6 +107,31 @@ def test_diff_rows_lastmod_rules(con: duckdb.DuckDBPyConnection) -> None:
                       "lastmod_clamped": 1, "news_articles": 1}
 
 
+def test_partitions_cut_both_sides_of_the_diff_by_the_same_hash(
+        con: duckdb.DuckDBPyConnection) -> None:
+    urls = [f"https://ex.com/p/{i}" for i in range(60)]
+    con.register("current_all", pa.table({"url": urls, "section": ["p"] * 60}))
+    con.register("previous_all", pa.table({"url": urls[20:] + ["https://ex.com/gone"],
+                                           "shard": [0] * 41}))
+    got: dict[str, list[set[str]]] = {"current": [], "previous": []}
+    for side in got:
+        for partition in range(3):
+            got[side].append({u for (u,) in con.sql(
+                f"SELECT url FROM ({sql.load_sql(side + '_partition').rstrip().rstrip(';')})",
+                params={"partition": partition, "partitions": 3}).fetchall()})
+    cur, prev = got["current"], got["previous"]
+    # Each side is split exactly: disjoint, and together every row.
+    assert set().union(*cur) == set(urls) and sum(map(len, cur)) == 60
+    assert set().union(*prev) == set(urls[20:]) | {"https://ex.com/gone"}
+    assert sum(map(len, prev)) == 41 and all(cur)
+    # A URL is in the same partition on both sides.
+    for p in range(3):
+        assert cur[p] & set(urls[20:]) == prev[p] - {"https://ex.com/gone"}
+    one = con.sql(sql.load_sql("current_partition"),
+                  params={"partition": 0, "partitions": 1}).fetchall()
+    assert len(one) == 60
+
+
 def test_url_line_escapes_and_formats(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(sql.load_sql("url_line"))
     got = con.sql("SELECT url_line($u, $t, 'daily', 0.5, ''), url_line('https://e.com/b', NULL, "
