@@ -33,6 +33,8 @@ log = logging.getLogger(__name__)
 
 #: Fail before publishing when more than this share of input rows is rejected.
 DEFAULT_MAX_REJECT_SHARE = 0.05
+#: The live generation's shard keys at begin (a JSON list under the work prefix).
+LIVE_KEYS = "live_keys.json"
 #: Render batch sizes for mapped tasks: aim for this many uncompressed bytes each.
 DEFAULT_RENDER_BATCH_BYTES = 256 * 1024 * 1024
 
@@ -112,7 +114,6 @@ def begin(opts: RunOptions) -> dict[str, Any]:
         "run_time": run_time.isoformat(), "generation": generation,
         "live_etag": live.etag, "live_generation": live.generation,
         "snapshot": opts.compare_snapshot or (live.manifest or {}).get("state", {}).get("snapshot"),
-        "live_keys": sorted(s["key"] for s in (live.manifest or {}).get("sitemaps", [])),
         "limits": asdict(opts.limits), "section_depth": opts.section_depth,
         "allow_shrink": opts.allow_shrink, "shrink_threshold": opts.shrink_threshold,
         "max_reject_share": opts.max_reject_share, "force": opts.force,
@@ -121,8 +122,16 @@ def begin(opts: RunOptions) -> dict[str, Any]:
         "gc_grace_hours": opts.gc_grace_hours, "warnings": warnings,
         "plan_slice_rows": opts.plan_slice_rows, "diff_partitions": opts.diff_partitions,
     }
+    # The live shard keys go to a work file, not into the context: a 1B-URL site has over
+    # 20,000 of them, and the DAG hands the context to every task through XCom.
+    _save(ctx, LIVE_KEYS, sorted(s["key"] for s in (live.manifest or {}).get("sitemaps", [])))
     log.info("begin: generation %s, live generation %s", generation, live.generation or "none")
     return ctx
+
+
+def live_keys(ctx: dict[str, Any]) -> set[str]:
+    """The shard keys of the generation that was live at begin."""
+    return set(_read(ctx, LIVE_KEYS))
 
 
 def _work(ctx: dict[str, Any]) -> storage.Storage:
@@ -237,7 +246,7 @@ def plan_step(ctx: dict[str, Any], batch_bytes: int = DEFAULT_RENDER_BATCH_BYTES
     diffed = _read(ctx, "diff.json")
     result = plan(diffed["diffed_uris"], ctx["snapshot"], ctx["work"], Limits(**ctx["limits"]),
                   output_format=ctx["format"], slice_rows=ctx.get("plan_slice_rows"))
-    skip = set() if ctx["force"] else set(ctx["live_keys"])
+    skip = set() if ctx["force"] else live_keys(ctx)
     batches: list[list[str]] = []
     size = 0
     for s in result.shards:
@@ -266,7 +275,7 @@ def render_step(ctx: dict[str, Any], batch: list[str] | None, name: str = "all",
     shards = load_shards(planned["shards_uri"])
     only = set(batch) if batch is not None else None
     files = render(planned["planned_uris"], shards, ctx["out"], only=only,
-                   skip_keys=frozenset() if ctx["force"] else frozenset(ctx["live_keys"]),
+                   skip_keys=frozenset() if ctx["force"] else frozenset(live_keys(ctx)),
                    progress=progress or QUIET)
     uri = _save(ctx, f"render-{name}.json", [asdict(f) for f in files if f.written])
     written = [f for f in files if f.written]
@@ -290,17 +299,17 @@ def publish_step(ctx: dict[str, Any], render_uris: list[str]) -> dict[str, Any]:
     files = [written.get(s.key) or RenderedFile(
         key=s.key, section=s.section, shard=s.shard, urls=s.urls, bytes=s.bytes, gzip_bytes=-1,
         sha256="", lastmod=s.lastmod, written=False) for s in shards]
-    missing = [s.key for s in shards if s.key not in written and s.key not in set(ctx["live_keys"])]
+    was_live = live_keys(ctx)
+    missing = [s.key for s in shards if s.key not in written and s.key not in was_live]
     if missing:
         raise RuntimeError(f"{len(missing)} shard(s) were never rendered, e.g. {missing[0]}")
-    live_keys = set(ctx["live_keys"])
     counts = {
         "input_rows": loaded["input_rows"], "rejected": loaded["rejected"],
         "rejected_rows": loaded["rejected_rows"], "dropped_fields": loaded["dropped_fields"],
         **{k: diffed[k] for k in ("added", "changed", "unchanged", "removed", "lastmod_clamped",
                                   "news_articles")},
         "shards_written": len(written), "shards_reused": len(shards) - len(written),
-        "shards_removed": len(live_keys - {s.key for s in shards}),
+        "shards_removed": len(was_live - {s.key for s in shards}),
         "shards_split": planned["split"], "shards_merged": planned["merged"],
         "bytes_written": sum(f.gzip_bytes for f in written.values()),
     }
@@ -356,7 +365,7 @@ def dry_run_summary(ctx: dict[str, Any]) -> dict[str, Any]:
 
     loaded, diffed, planned = _read(ctx, "load.json"), _read(ctx, "diff.json"), _read(ctx, "plan.json")
     shards = load_shards(planned["shards_uri"])
-    live_keys = set(ctx["live_keys"])
+    live = live_keys(ctx)
     keys = {s.key for s in shards}
     return {
         "live_generation": ctx["live_generation"],
@@ -365,8 +374,8 @@ def dry_run_summary(ctx: dict[str, Any]) -> dict[str, Any]:
             "rejected_rows": loaded["rejected_rows"], "published": sum(s.urls for s in shards),
             **{k: diffed[k] for k in ("added", "changed", "unchanged", "removed",
                                       "lastmod_clamped")},
-            "sitemaps": len(shards), "shards_to_write": len(keys - live_keys),
-            "shards_reused": len(keys & live_keys), "shards_removed": len(live_keys - keys),
+            "sitemaps": len(shards), "shards_to_write": len(keys - live),
+            "shards_reused": len(keys & live), "shards_removed": len(live - keys),
         },
         "changes_uris": diffed["changes_uris"],
     }
