@@ -43,8 +43,10 @@ def _load_cluster() -> Any:
     return mod
 
 
-def sites_toml(batch_bytes: int | None) -> str:
+def sites_toml(batch_bytes: int | None, diff_partitions: int | None = None) -> str:
     batch = f"render_batch_bytes = {batch_bytes}\n" if batch_bytes else ""
+    if diff_partitions:
+        batch += f"diff_partitions = {diff_partitions}\n"
     return f"""
 [sites.bench]
 site_url = "{SITE}"
@@ -64,10 +66,10 @@ def _seconds(ti: dict[str, Any]) -> float | None:
 
 
 def one_run(mod: Any, root: Path, inventory: Path, workers: int, batch_bytes: int | None,
-            timeout: float) -> dict[str, Any]:
+            timeout: float, diff_partitions: int | None = None) -> dict[str, Any]:
     root.mkdir(parents=True, exist_ok=True)
     sites = root / "sites.toml"
-    sites.write_text(sites_toml(batch_bytes))
+    sites.write_text(sites_toml(batch_bytes, diff_partitions))
     cluster = mod.Cluster(root / "cluster", sites_file=sites, workers=workers, concurrency=1,
                           extra_env={"PYTHONPATH": str(ROOT)})
     t = time.monotonic()
@@ -165,6 +167,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="worker counts to run, one cluster each (default: 1 2)")
     p.add_argument("--render-batch-bytes", type=int, default=None,
                    help="the site's render_batch_bytes (default: the DAG's, 256 MiB)")
+    p.add_argument("--diff-partitions", type=int, default=None,
+                   help="the site's diff_partitions (default: automatic, 1 below 50M rows)")
     p.add_argument("--out-dir", type=Path, default=None,
                    help="where the clusters keep their data (default: a temp dir, removed)")
     p.add_argument("--timeout", type=float, default=3600, help="seconds to wait for a run")
@@ -185,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
         for n in args.workers:
             print(f"# {n} worker(s) ...", file=sys.stderr)
             r = one_run(mod, base / f"workers-{n}", inventory, n, args.render_batch_bytes,
-                        args.timeout)
+                        args.timeout, args.diff_partitions)
             r["urls"] = args.urls
             print(f"# {n} worker(s): {r['state']} in {r['run_seconds']:.0f} s", file=sys.stderr)
             results.append(r)
