@@ -78,22 +78,8 @@ def one_run(mod: Any, root: Path, inventory: Path, workers: int, batch_bytes: in
     try:
         cluster.s3.create_bucket(BUCKET)
         cluster.s3.client().upload_file(str(inventory), BUCKET, "inventory/inventory.parquet")
-        token = cluster.token()
-        deadline = time.monotonic() + 300
-        while True:  # the dag-processor parses dags/ after start
-            try:
-                cluster.call("PATCH", f"/api/v2/dags/{DAG_ID}", {"is_paused": False}, token=token)
-                break
-            except Exception:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(2)
-        while not (runs := cluster.call("GET", f"/api/v2/dags/{DAG_ID}/dagRuns",
-                                        token=token)["dag_runs"]):
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"no run of {DAG_ID}")
-            time.sleep(2)
-        run_id = runs[0]["dag_run_id"]
+        token = mod.stack.unpause_dag(cluster.api, DAG_ID, timeout=300)
+        run_id = mod.stack.first_run_id(cluster.api, DAG_ID, token, timeout=300)
         deadline = time.monotonic() + timeout
         while True:
             token = cluster.token()  # tokens expire; a long run outlives one

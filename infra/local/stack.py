@@ -333,18 +333,35 @@ def _demo_inventory(s3: Any, urls: int) -> None:
     print(f"# demo inventory: {urls:,} URLs at s3://{BUCKET}/{INVENTORY_KEY}", file=sys.stderr)
 
 
-def trigger_demo(airflow: AirflowStandalone, dag_id: str = "sitemaps_demo") -> str:
-    """Unpause the demo DAG (once the dag-processor has parsed it) and trigger a run."""
+def unpause_dag(airflow: AirflowStandalone, dag_id: str, timeout: float = 120) -> str:
+    """Unpause a DAG as soon as the dag-processor has parsed it; returns a REST token."""
     token = airflow.token()
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + timeout
     while True:
         try:
             airflow.call("PATCH", f"/api/v2/dags/{dag_id}", {"is_paused": False}, token=token)
-            break
+            return token
         except StackError:
             if time.monotonic() > deadline:
                 raise
             time.sleep(2)
+
+
+def first_run_id(airflow: AirflowStandalone, dag_id: str, token: str,
+                 timeout: float = 120) -> str:
+    """The id of the DAG's first run (unpausing a scheduled DAG makes its last tick's run)."""
+    deadline = time.monotonic() + timeout
+    while not (runs := airflow.call("GET", f"/api/v2/dags/{dag_id}/dagRuns",
+                                    token=token)["dag_runs"]):
+        if time.monotonic() > deadline:
+            raise StackError(f"no run of {dag_id} after {timeout:.0f} s")
+        time.sleep(2)
+    return str(runs[0]["dag_run_id"])
+
+
+def trigger_demo(airflow: AirflowStandalone, dag_id: str = "sitemaps_demo") -> str:
+    """Unpause the demo DAG (once the dag-processor has parsed it) and trigger a run."""
+    token = unpause_dag(airflow, dag_id)
     run = airflow.call("POST", f"/api/v2/dags/{dag_id}/dagRuns", {"logical_date": None},
                        token=token)
     print(f"# triggered {run['dag_run_id']}", file=sys.stderr)

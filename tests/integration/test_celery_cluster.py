@@ -98,21 +98,10 @@ def cluster(seaweedfs: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterato
 
 
 def _unpause_and_get_run(c: Any, token: str, dag_id: str) -> str:
-    deadline = time.monotonic() + 180
-    while True:  # the dag-processor parses dags/ after start
-        try:
-            c.call("PATCH", f"/api/v2/dags/{dag_id}", {"is_paused": False}, token=token)
-            break
-        except Exception:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(2)
-    while True:  # unpausing makes the run of the last cron tick
-        runs = c.call("GET", f"/api/v2/dags/{dag_id}/dagRuns", token=token)["dag_runs"]
-        if runs:
-            return str(runs[0]["dag_run_id"])
-        assert time.monotonic() < deadline, f"no run of {dag_id}"
-        time.sleep(2)
+    """Unpausing makes the run of the last cron tick; its id."""
+    stack = _load_cluster().stack  # the launchers' helpers (REST calls)
+    stack.unpause_dag(c.api, dag_id, timeout=180)
+    return str(stack.first_run_id(c.api, dag_id, token, timeout=180))
 
 
 def _wait_run(c: Any, token: str, dag_id: str, run_id: str) -> dict[str, Any]:
