@@ -43,10 +43,13 @@ def _load_cluster() -> Any:
     return mod
 
 
-def sites_toml(batch_bytes: int | None, diff_partitions: int | None = None) -> str:
+def sites_toml(batch_bytes: int | None, diff_partitions: int | None = None,
+               plan_slice_rows: int | None = None) -> str:
     batch = f"render_batch_bytes = {batch_bytes}\n" if batch_bytes else ""
     if diff_partitions:
         batch += f"diff_partitions = {diff_partitions}\n"
+    if plan_slice_rows:
+        batch += f"plan_slice_rows = {plan_slice_rows}\n"
     return f"""
 [sites.bench]
 site_url = "{SITE}"
@@ -66,10 +69,11 @@ def _seconds(ti: dict[str, Any]) -> float | None:
 
 
 def one_run(mod: Any, root: Path, inventory: Path, workers: int, batch_bytes: int | None,
-            timeout: float, diff_partitions: int | None = None) -> dict[str, Any]:
+            timeout: float, diff_partitions: int | None = None,
+            plan_slice_rows: int | None = None) -> dict[str, Any]:
     root.mkdir(parents=True, exist_ok=True)
     sites = root / "sites.toml"
-    sites.write_text(sites_toml(batch_bytes, diff_partitions))
+    sites.write_text(sites_toml(batch_bytes, diff_partitions, plan_slice_rows))
     cluster = mod.Cluster(root / "cluster", sites_file=sites, workers=workers, concurrency=1,
                           extra_env={"PYTHONPATH": str(ROOT)})
     t = time.monotonic()
@@ -129,15 +133,16 @@ def _span(tis: list[dict[str, Any]]) -> float | None:
 
 
 def markdown(results: list[dict[str, Any]]) -> str:
-    stages = ("begin", "load", "diff_partitions", "diff", "diff_counts", "plan", "publish", "gc",
-              "notify", "finish")
+    stages = ("begin", "load", "diff_partitions", "diff", "diff_counts", "plan_slices", "plan",
+              "plan_counts", "publish", "gc", "notify", "finish")
     head = ["workers", "run", *stages, "render span", "render tasks (s per worker)"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---:|" * len(head)]
     for r in results:
         by_task = {t["task"]: t["seconds"] for t in r["tasks"]
-                   if t["task"] not in ("render", "diff")}
-        # diff is mapped over hash partitions: its span, first start to last end
-        by_task["diff"] = _span([t for t in r["tasks"] if t["task"] == "diff"])
+                   if t["task"] not in ("render", "diff", "plan")}
+        # diff and plan are mapped (hash partitions, slices): their span, first start to last end
+        for mapped in ("diff", "plan"):
+            by_task[mapped] = _span([t for t in r["tasks"] if t["task"] == mapped])
         spread = ", ".join(f"{w}: {s:.0f}" for w, s in sorted(r["render_seconds_by_worker"].items()))
         cells = [str(r["workers"]), f"{r['run_seconds']:.0f} s",
                  *(f"{by_task[s]:.0f} s" if by_task.get(s) is not None else "-" for s in stages),
@@ -155,6 +160,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="the site's render_batch_bytes (default: the DAG's, 256 MiB)")
     p.add_argument("--diff-partitions", type=int, default=None,
                    help="the site's diff_partitions (default: automatic, 1 below 50M rows)")
+    p.add_argument("--plan-slice-rows", type=int, default=None,
+                   help="the site's plan_slice_rows: URLs per mapped plan task (default 4M)")
     p.add_argument("--out-dir", type=Path, default=None,
                    help="where the clusters keep their data (default: a temp dir, removed)")
     p.add_argument("--timeout", type=float, default=3600, help="seconds to wait for a run")
@@ -175,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
         for n in args.workers:
             print(f"# {n} worker(s) ...", file=sys.stderr)
             r = one_run(mod, base / f"workers-{n}", inventory, n, args.render_batch_bytes,
-                        args.timeout, args.diff_partitions)
+                        args.timeout, args.diff_partitions, args.plan_slice_rows)
             r["urls"] = args.urls
             print(f"# {n} worker(s): {r['state']} in {r['run_seconds']:.0f} s", file=sys.stderr)
             results.append(r)

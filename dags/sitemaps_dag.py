@@ -1,8 +1,9 @@
 """One sitemap DAG per site of the site configuration file (see sitemaps_sites.py).
 
 Each DAG runs the stages of `pipeline.steps` as tasks: begin, load, diff_partitions,
-diff (mapped over hash partitions of the URLs), diff_counts, plan, render (mapped
-over the plan's batches), publish, gc, notify, finish. Tasks pass only
+diff (mapped over hash partitions of the URLs), diff_counts, plan_slices, plan (mapped
+over the plan's slices), plan_counts, render (mapped over the plan's batches),
+publish, gc, notify, finish. Tasks pass only
 the run context (a small dict of URIs and settings), URIs and counts through
 XCom; every file a task writes goes under the run's work prefix on shared
 storage, so any worker can run any task and a retry finds what it needs.
@@ -63,13 +64,15 @@ asset `{asset}` is updated. At most one run at a time; no catch-up.
 
 **Stages** (one task each, thin wrappers of `pipeline.steps`): begin, load,
 diff_partitions (how many), diff (one mapped task per hash partition of the URLs;
-partitions: {diff_partitions}), diff_counts (adds the partitions up), plan, render
-(one mapped task per batch of shards), publish (the atomic swap of `manifest.json`),
-gc (old generations), notify, finish (removes the run's work files under `{work}`).
+partitions: {diff_partitions}), diff_counts (adds the partitions up), plan_slices
+(cuts the plan into slices of about {plan_slice_rows} rows), plan (one mapped task per
+slice), plan_counts (numbers the shards, makes the render batches), render (one mapped
+task per batch of shards), publish (the atomic swap of `manifest.json`), gc (old
+generations), notify, finish (removes the run's work files under `{work}`).
 
-**Manual runs** (Trigger with config): `dry_run` stops after plan and publishes
-nothing (the plan task's log line and its XCom `dry_run` tell what would change); `allow_shrink`
-publishes even if far fewer URLs than the live generation (more than
+**Manual runs** (Trigger with config): `dry_run` stops after plan_counts and publishes
+nothing (the plan_counts task's log line and its XCom `dry_run` tell what would
+change); `allow_shrink` publishes even if far fewer URLs than the live generation (more than
 {shrink:.0%} fewer is refused otherwise); `force` rewrites every shard file.
 
 **When a run fails**: a task whose error says what to fix (bad inventory, too many
@@ -106,10 +109,22 @@ partition again.""",
 Adds up the diff partitions' counts and gathers their Parquet parts into `diff.json`, which
 plan reads. *If it fails*: a partition has no result (a diff map index did not finish: clear
 it) or storage; it is retried.""",
+    "plan_slices": """\
+Cuts the plan into slices of about `plan_slice_rows` URLs (4,000,000 by default; a
+section's URLs in a range, or several small sections; a kept shard is never cut) and
+returns their numbers, which the plan task is mapped over; writes `plan-slices.json`
+under the work prefix. *If it fails*: storage; it is retried.""",
     "plan": """\
-Buckets the URLs into shards within the limits, with stable boundaries, and groups
-the shards to rewrite into render batches. In a dry run, this is the last step: its
-log line is the report. *If it fails*: storage or limits; see the log's last line.""",
+One mapped task per plan slice: buckets the slice's URLs into shards within the
+limits, with stable boundaries; writes the slice's planned Parquet part and
+`plan-slice-NNNNN.json` (its shards) under the work prefix.
+*If it fails*: storage or limits; see the log's last line. It is retried; clearing
+one map index plans only that slice again.""",
+    "plan_counts": """\
+Gathers the slices' shards in order, gives them their final numbers (`shards.json`)
+and groups the shards to rewrite into render batches (`plan.json`). In a dry run,
+this is the last step: its log line is the report. *If it fails*: a slice has no
+result (a plan map index did not finish: clear it) or storage; it is retried.""",
     "render": """\
 One mapped task per batch: writes the batch's shards as gzipped sitemap files
 under content-addressed keys (an unchanged shard is never rewritten). Mapped over
@@ -218,7 +233,10 @@ def build_dag(site: SiteConfig) -> Any:
                               schedule=site.schedule, asset=site.inventory_asset_uri,
                               work=site.work_uri, shrink=site.shrink_threshold,
                               diff_partitions=site.diff_partitions or "automatic, one per "
-                              "50,000,000 valid rows"),
+                              "50,000,000 valid rows",
+                              plan_slice_rows=f"{site.plan_slice_rows:,}"
+                              if site.plan_slice_rows else "4,000,000 (the default, "
+                              "`SITEMAPS_PLAN_SLICE_ROWS`)"),
         params={
             "dry_run": Param(False, type="boolean", title="Dry run",
                              description="Run up to plan and report; publish nothing."),
@@ -245,7 +263,7 @@ def build_dag(site: SiteConfig) -> Any:
                 max_reject_share=site.max_reject_share, force=bool(params["force"]),
                 lease_seconds=site.lease_seconds, keep_generations=site.gc_keep,
                 gc_grace_hours=site.gc_grace_hours, format=site.format,
-                diff_partitions=site.diff_partitions)
+                diff_partitions=site.diff_partitions, plan_slice_rows=site.plan_slice_rows)
             with step(site):
                 ctx = steps.begin(opts)
             ctx["dry_run"] = bool(params["dry_run"])
@@ -299,13 +317,36 @@ def build_dag(site: SiteConfig) -> Any:
                                            if k != "seconds" and isinstance(v, int)))
             return counts
 
-        @task(doc_md=TASK_DOCS["plan"])
-        def plan(ctx: dict[str, Any]) -> list[list[str]]:
+        @task(doc_md=TASK_DOCS["plan_slices"])
+        def plan_slices(ctx: dict[str, Any]) -> list[int]:
+            """The plan slices' numbers, 0 .. N-1: what the plan task is mapped over."""
+            from pipeline import steps
+
+            with step(site):
+                slices = steps.plan_prepare_step(ctx)
+            log.info("plan: %d slice(s)", len(slices))
+            return slices
+
+        @task(doc_md=TASK_DOCS["plan"], map_index_template="{{ slice_label }}")
+        def plan(ctx: dict[str, Any], slice: int) -> dict[str, Any]:
+            from pipeline import steps
+
+            context = get_current_context()
+            context["slice_label"] = f"slice {slice}"  # type: ignore[typeddict-unknown-key]
+            with step(site):
+                counts = steps.plan_slice_step(ctx, slice)
+            log.info("plan slice %d: %s URLs in %d shards (%d split, %d merged) in %.1f s",
+                     slice, f"{counts['urls']:,}", counts["shards"], counts["split"],
+                     counts["merged"], counts["seconds"])
+            return counts
+
+        @task(doc_md=TASK_DOCS["plan_counts"])
+        def plan_counts(ctx: dict[str, Any]) -> list[list[str]]:
             """Returns the render batches (lists of shard ids); the counts go to XCom `summary`."""
             from pipeline import steps
 
             with step(site):
-                info = steps.plan_step(ctx, batch_bytes=site.render_batch_bytes)
+                info = steps.plan_combine_step(ctx, batch_bytes=site.render_batch_bytes)
                 report = steps.dry_run_summary(ctx) if ctx["dry_run"] else None
             batches = info.pop("batches")
             info["batches"] = len(batches)
@@ -396,12 +437,15 @@ def build_dag(site: SiteConfig) -> Any:
             log.info("finish: removed the work files under %s", ctx["work"])
 
         ctx = begin()
-        planned = plan(ctx)
         partitions = diff_partitions(ctx)
         diffed = diff.partial(ctx=ctx).expand(partition=partitions)
         chain(ctx, load(ctx), partitions)
-        chain(diffed, diff_counts(ctx), planned)
-        rendered = render.partial(ctx=ctx).expand(batch=planned)
+        slices = plan_slices(ctx)
+        chain(diffed, diff_counts(ctx), slices)
+        planned = plan.partial(ctx=ctx).expand(slice=slices)
+        batches = plan_counts(ctx)
+        chain(planned, batches)
+        rendered = render.partial(ctx=ctx).expand(batch=batches)
         published = publish(ctx, rendered)
         published >> [gc(ctx), finish(ctx)]
         notify(ctx, published)

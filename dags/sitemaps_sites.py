@@ -75,6 +75,9 @@ class SiteConfig:
     #: Hash partitions of the diff, each one mapped diff task (None: automatic, one per
     #: pipeline.diff.DIFF_PARTITION_ROWS valid rows, so 1 below 50M URLs).
     diff_partitions: int | None = None
+    #: URLs per plan slice, each one mapped plan task (None: pipeline.plan.SLICE_ROWS,
+    #: 4,000,000 unless SITEMAPS_PLAN_SLICE_ROWS says otherwise).
+    plan_slice_rows: int | None = None
     #: "xml" sitemaps, or "txt": plain-text sitemaps (one URL a line, same limits).
     format: str = "xml"
     #: Seconds the run holds the output's lease (0: none; the conditional commit still
@@ -125,7 +128,8 @@ _REQUIRED = {"site_url", "inventory", "out"}
 _NUMBER = (int, float)
 #: TOML types of the non-string keys (tags and limits are checked on their own).
 _TYPES: dict[str, type | tuple[type, ...]] = {
-    "section_depth": int, "render_batch_bytes": int, "diff_partitions": int, "gc_keep": int,
+    "section_depth": int, "render_batch_bytes": int, "diff_partitions": int,
+    "plan_slice_rows": int, "gc_keep": int,
     "shrink_threshold": _NUMBER, "max_reject_share": _NUMBER,
     "gc_grace_hours": _NUMBER, "lease_seconds": _NUMBER, "feed_days": _NUMBER,
     "report": bool,
@@ -204,6 +208,9 @@ def parse_sites(data: dict[str, Any], source: str = "<sites>") -> list[SiteConfi
         if site.diff_partitions is not None and site.diff_partitions < 1:
             raise ConfigError(f"{where}: diff_partitions must be at least 1 (or left out: "
                               "automatic)")
+        if site.plan_slice_rows is not None and site.plan_slice_rows < 1:
+            raise ConfigError(f"{where}: plan_slice_rows must be at least 1 (or left out: "
+                              "the default)")
         if not 0 <= site.shrink_threshold <= 1 or not 0 <= site.max_reject_share <= 1:
             raise ConfigError(f"{where}: shrink_threshold and max_reject_share are shares, 0..1")
         if site.format not in FORMATS:

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 import duckdb
+import pyarrow as pa
 
 from pipeline import sql, storage
 from pipeline.errors import ConfigError
@@ -169,8 +170,13 @@ def combine(results: Sequence[DiffResult]) -> DiffResult:
 
 
 def save_state(planned_uris: list[str], changes_uris: list[str], work_uri: str, state_uri: str,
-               generation: str) -> dict[str, str]:
+               generation: str, renumbered: Sequence[tuple[str, int, int]] = ()
+               ) -> dict[str, str]:
     """Store the generation's snapshot (from every planned part), rejects and changes.
+
+    `renumbered`: (section, planned_shard, shard) of each shard whose rows carry a
+    provisional number in their part (pipeline.plan.renumbered): the snapshot gets the
+    final numbers, which the next run keeps.
 
     The changes go to the state as one `changes.parquet`, whatever the number of diff
     partitions (the feed, IndexNow and the manifest's `state.changes` read one file):
@@ -183,9 +189,13 @@ def save_state(planned_uris: list[str], changes_uris: list[str], work_uri: str, 
     prefix = f"generations/{generation}"
     con = sql.connect()
     register_parquet(con, "planned", list(planned_uris))
-    files = {"snapshot": write_parquet(
-        con.sql(f"SELECT {', '.join(SNAPSHOT_COLUMNS)} FROM planned"), state,
-        f"{prefix}/snapshot.parquet", compression="zstd")}
+    con.register("renumbered", pa.table(
+        [pa.array([r[0] for r in renumbered], pa.string()),
+         pa.array([r[1] for r in renumbered], pa.int64()),
+         pa.array([r[2] for r in renumbered], pa.int32())],
+        names=["section", "planned_shard", "shard"]))
+    files = {"snapshot": write_parquet(con.sql(sql.load_sql("snapshot_rows")), state,
+                                       f"{prefix}/snapshot.parquet", compression="zstd")}
     with work.local_path(REJECTS_KEY) as path:
         state.upload_file(path, f"{prefix}/{REJECTS_KEY}")
     files["rejects"] = state.uri(f"{prefix}/{REJECTS_KEY}")

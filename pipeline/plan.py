@@ -16,6 +16,19 @@ shard's smallest URL), so a kept shard is never cut; a new section larger than
 a slice is cut at quantiles of a deterministic sample of its URLs. Shard
 numbers stay unique per section across slices: a kept shard keeps its number,
 new ones count on from the section's highest previous number.
+
+The slices are independent units, planned in any order, in any process:
+`prepare` chooses them and writes `plan-slices.json` (and the last generation's
+shard bounds, `plan-bounds.parquet`); `plan_slice` plans one and writes its part
+and `plan-slice-NNNNN.json`; `combine` gathers them into `shards.json`. A slice
+cannot know how many new shards the section's earlier slices made, so it writes
+new shards under provisional numbers (`provisional_base`): in a section's first
+slice they are already the final ones; in a later slice they are
+`(slice + 1) << 32` onwards, above every final number, in the same order, and
+unique in the whole plan. `combine` gives every shard its final number, exactly
+what numbering the slices one after the other gives, and keeps the number of its
+rows in the part as `Shard.planned_shard`; render checks rows against that, and
+the snapshot (pipeline.diff.save_state) maps it to the final number.
 """
 
 from __future__ import annotations
@@ -27,6 +40,7 @@ import json
 import logging
 import os
 import time
+import uuid
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
@@ -49,6 +63,13 @@ log = logging.getLogger(__name__)
 #: The planned rows, one Parquet per slice: `planned/part-00000.parquet`, ...
 PLANNED_FOLDER = "planned"
 SHARDS_KEY = "shards.json"
+#: The plan's slices and numbering state (prepare), read by every slice and by combine.
+SLICES_KEY = "plan-slices.json"
+#: The last generation's shards (section, shard, lower, upper, urls), for every slice.
+BOUNDS_KEY = "plan-bounds.parquet"
+#: New shards of a section's later slices are numbered provisionally from
+#: (slice + 1) << PROVISIONAL_SHIFT: above every final number (which fit in 32 bits).
+PROVISIONAL_SHIFT = 32
 #: A shard that must be split is refilled to this share of the limits.
 SPLIT_FILL = 0.75
 #: A shard below this share of the limits is merged into its predecessor if they fit.
@@ -82,6 +103,9 @@ class Shard:
     format: str = "xml"
     #: Which planned part file (PlanResult.planned_uris[part]) holds its rows.
     part: int = 0
+    #: The number its rows carry in the part file (the slice's provisional number of a
+    #: new shard; None or equal to `shard` when they are the same).
+    planned_shard: int | None = None
 
     @property
     def header(self) -> str:
@@ -104,6 +128,11 @@ class Shard:
     @property
     def uid(self) -> str:
         return f"{self.section}/{self.shard}"
+
+    @property
+    def row_shard(self) -> int:
+        """The `shard` value of its rows in the planned part."""
+        return self.shard if self.planned_shard is None else self.planned_shard
 
 
 @dataclass
@@ -172,27 +201,25 @@ def _groups(stats: list[tuple[Any, ...]], all_limits: Limits, first_run: bool
 
 
 def _number_shards(con: duckdb.DuckDBPyConnection, groups: list[dict[str, Any]],
-                   next_free: dict[str, int]) -> pa.Table:
-    """Final shard numbers: a kept shard keeps its number, new ones count on per section.
-
-    `next_free` (section: next new number) starts after each section's highest
-    previous number and is carried from slice to slice, so numbers stay unique.
-    """
+                   new_base: dict[str, int]) -> pa.Table:
+    """Shard numbers in the slice: a kept shard keeps its number, new ones count on from
+    `new_base[section]` (provisional_base), in (group, sub) order."""
     subs = con.sql("SELECT DISTINCT group_id, sub FROM packed ORDER BY group_id, sub").fetchall()
     by_id = {g["group_id"]: g for g in groups if not g["merged"]}
+    next_new = dict(new_base)
     rows: dict[str, list[int]] = {"group_id": [], "sub": [], "shard": []}
     for group_id, sub in subs:
         g = by_id[group_id]
         if g["base_shard"] is not None and sub == 0:
             number = g["base_shard"]
         else:
-            number = next_free.get(g["section"], 0)
-            next_free[g["section"]] = number + 1
+            number = next_new[g["section"]]
+            next_new[g["section"]] = number + 1
         rows["group_id"].append(group_id)
         rows["sub"].append(sub)
         rows["shard"].append(number)
     return pa.table(rows, schema=pa.schema(
-        [("group_id", pa.int64()), ("sub", pa.int64()), ("shard", pa.int32())]))
+        [("group_id", pa.int64()), ("sub", pa.int64()), ("shard", pa.int64())]))
 
 
 @dataclass(frozen=True)
@@ -275,22 +302,37 @@ def _slices(con: duckdb.DuckDBPyConnection, slice_rows: int) -> list[Slice]:
     return slices or [Slice(())]
 
 
-def plan(diffed_uris: str | Sequence[str], snapshot_uri: str | None, work_uri: str,
-         limits: Limits, *, output_format: str = "xml",
-         con: duckdb.DuckDBPyConnection | None = None, slice_rows: int | None = None
-         ) -> PlanResult:
-    """Assign every row a shard, slice by slice; write the planned parts and the shard list.
+def provisional_base(slices: Sequence[Slice], index: int, next_free: dict[str, int]
+                     ) -> dict[str, int]:
+    """Where slice `index` numbers its new shards, per section of it.
+
+    In a section's first slice (whole sections, or the range open below) its new shards
+    take the final numbers, from the section's next free number. A later slice of a
+    section cannot know how many new shards the earlier ones made: it numbers them from
+    `(index + 1) << PROVISIONAL_SHIFT`, above every final number (so a part's rows keep
+    the order of the final numbers) and unique in the plan; `combine` renumbers them.
+    """
+    sl = slices[index]
+    if sl.lo is None:
+        return {section: next_free.get(section, 0) for section in sl.sections}
+    return {section: (index + 1) << PROVISIONAL_SHIFT for section in sl.sections}
+
+
+def prepare(diffed_uris: str | Sequence[str], snapshot_uri: str | None, work_uri: str, *,
+            con: duckdb.DuckDBPyConnection | None = None, slice_rows: int | None = None
+            ) -> list[Slice]:
+    """Choose the plan's slices; write them and the numbering state to `plan-slices.json`.
 
     `diffed_uris`: the diff's parts (one per diff partition; a single URI is one part),
-    read together as one table: the plan does not depend on how the diff was cut.
+    read together as one table: the plan does not depend on how the diff was cut. Also
+    writes the last generation's shard bounds (`plan-bounds.parquet`, one row per
+    shard), so that no slice reads the whole snapshot again.
     """
-    if output_format not in FORMATS:
-        raise ConfigError(f"--format must be one of {', '.join(FORMATS)}, not {output_format!r}")
     slice_rows = slice_rows or SLICE_ROWS
     started = time.monotonic()
     con = con or sql.connect()
-    register_parquet(con, "diffed_all", [diffed_uris] if isinstance(diffed_uris, str)
-                     else list(diffed_uris))
+    diffed = [diffed_uris] if isinstance(diffed_uris, str) else list(diffed_uris)
+    register_parquet(con, "diffed_all", diffed)
     register_snapshot(con, snapshot_uri)
     con.execute(sql.load_sql("previous_shard_bounds"))
     slices = _slices(con, slice_rows)
@@ -298,42 +340,158 @@ def plan(diffed_uris: str | Sequence[str], snapshot_uri: str | None, work_uri: s
     next_free = {section: int(top) + 1 for section, top in con.sql(
         "SELECT section, max(shard) FROM shard_bounds GROUP BY section").fetchall()}
     work = storage.open_storage(work_uri)
-    log.info("plan: %d slice(s) of at most about %d rows", len(slices), slice_rows)
-    shards: list[Shard] = []
-    planned_uris: list[str] = []
-    split = merged = 0
-    for part, sl in enumerate(slices):
-        t = time.monotonic()
-        con.sql(sql.load_sql("diffed_slice"), params={
-            "sections": list(sl.sections), "lo": sl.lo, "hi": sl.hi}).create_view(
-                "diffed", replace=True)
-        part_shards, s, m = _plan_slice(con, work, part, snapshot_uri is None, limits,
-                                        output_format, next_free)
-        planned_uris.append(work.uri(_part_key(part)))
-        shards += part_shards
-        split += s
-        merged += m
-        log.info("plan: slice %d/%d, %s: %d URLs in %d shards (%.1f s)", part + 1, len(slices),
-                 sl.describe(), sum(x.urls for x in part_shards), len(part_shards),
-                 time.monotonic() - t)
+    bounds_uri = write_parquet(con.sql("SELECT * FROM shard_bounds"), work, BOUNDS_KEY)
     con.execute("DROP TABLE IF EXISTS shard_bounds")
+    work.write_bytes(SLICES_KEY, json.dumps({
+        # Each slice's result names this, so combine never mixes results of two prepares.
+        "token": uuid.uuid4().hex,
+        "slices": [asdict(sl) for sl in slices], "next_free": next_free,
+        "first_run": snapshot_uri is None, "diffed_uris": diffed, "bounds_uri": bounds_uri,
+        "slice_rows": slice_rows, "seconds": round(time.monotonic() - started, 3),
+    }).encode())
+    log.info("plan: %d slice(s) of at most about %d rows", len(slices), slice_rows)
+    return slices
+
+
+def _read_json(work: storage.Storage, key: str) -> Any:
+    return json.loads(work.read_bytes(key))
+
+
+def _slices_of(prepared: dict[str, Any]) -> list[Slice]:
+    return [Slice(**{**d, "sections": tuple(d["sections"])}) for d in prepared["slices"]]
+
+
+@dataclass
+class SliceResult:
+    """One planned slice: its part, and its shards under their numbers in the part."""
+
+    index: int
+    part_uri: str
+    shards: list[Shard]
+    split: int
+    merged: int
+    seconds: float = 0.0
+
+
+def plan_slice(work_uri: str, index: int, limits: Limits, *, output_format: str = "xml",
+               con: duckdb.DuckDBPyConnection | None = None) -> SliceResult:
+    """Plan slice `index` of `plan-slices.json`: write its part and `plan-slice-NNNNN.json`.
+
+    Independent of every other slice (any order, any process); a retry rewrites both.
+    New shards carry provisional numbers (provisional_base) until `combine`.
+    """
+    if output_format not in FORMATS:
+        raise ConfigError(f"--format must be one of {', '.join(FORMATS)}, not {output_format!r}")
+    started = time.monotonic()
+    work = storage.open_storage(work_uri)
+    prepared = _read_json(work, SLICES_KEY)
+    slices = _slices_of(prepared)
+    if not 0 <= index < len(slices):
+        raise ConfigError(f"plan slice {index}: the plan has {len(slices)} slice(s), "
+                          f"0 to {len(slices) - 1}")
+    sl = slices[index]
+    con = con or sql.connect()
+    register_parquet(con, "diffed_all", prepared["diffed_uris"])
+    register_parquet(con, "bounds_all", [prepared["bounds_uri"]])
+    con.execute(sql.load_sql("slice_shard_bounds"), {"sections": list(sl.sections)})
+    con.sql(sql.load_sql("diffed_slice"), params={
+        "sections": list(sl.sections), "lo": sl.lo, "hi": sl.hi}).create_view(
+            "diffed", replace=True)
+    shards, split, merged = _plan_slice(
+        con, work, index, prepared["first_run"], limits, output_format,
+        provisional_base(slices, index, prepared["next_free"]))
+    con.execute("DROP TABLE IF EXISTS shard_bounds")
+    result = SliceResult(index=index, part_uri=work.uri(_part_key(index)), shards=shards,
+                         split=split, merged=merged, seconds=time.monotonic() - started)
+    work.write_bytes(_slice_key(index), json.dumps({
+        "token": prepared["token"], "slice": asdict(sl), "index": index,
+        "part_uri": result.part_uri, "shards": [asdict(s) for s in shards],
+        "split": split, "merged": merged, "seconds": round(result.seconds, 3),
+    }).encode())
+    log.info("plan: slice %d/%d, %s: %d URLs in %d shards (%.1f s)", index + 1, len(slices),
+             sl.describe(), sum(x.urls for x in shards), len(shards), result.seconds)
+    return result
+
+
+def combine(work_uri: str) -> PlanResult:
+    """Gather every slice's shards, in part order, under their final numbers: `shards.json`.
+
+    A kept shard keeps its number; new shards of a section count on from its next free
+    number in slice order, then in their order in the slice: exactly the numbers of
+    planning the slices one after the other. Fails, naming them, when slices are missing
+    or were planned from another `prepare`.
+    """
+    started = time.monotonic()
+    work = storage.open_storage(work_uri)
+    prepared = _read_json(work, SLICES_KEY)
+    slices = _slices_of(prepared)
+    missing = [i for i in range(len(slices)) if not work.exists(_slice_key(i))]
+    if missing:
+        raise RuntimeError(f"plan slice(s) {missing[:10]} of {len(slices)} have no result "
+                           f"({_slice_key(missing[0])} under {work_uri}): plan them first")
+    results = [_read_json(work, _slice_key(i)) for i in range(len(slices))]
+    stale = [r["index"] for r in results if r["token"] != prepared["token"]]
+    if stale:
+        raise RuntimeError(f"plan slice(s) {stale[:10]} were planned before the slices were "
+                           "chosen again (plan-slices.json is newer): plan them again")
+    next_free: dict[str, int] = dict(prepared["next_free"])
+    shards: list[Shard] = []
+    for index, r in enumerate(results):
+        base = provisional_base(slices, index, prepared["next_free"])
+        part_shards = [Shard(**d) for d in r["shards"]]
+        new: dict[str, int] = {}
+        for s in part_shards:
+            planned = s.shard
+            if planned >= base[s.section]:  # a new shard: planned in the slice's own order
+                s.shard = next_free.get(s.section, 0) + planned - base[s.section]
+                new[s.section] = new.get(s.section, 0) + 1
+            s.planned_shard = planned
+        for section, n in new.items():
+            next_free[section] = next_free.get(section, 0) + n
+        shards += part_shards
+    split, merged = sum(r["split"] for r in results), sum(r["merged"] for r in results)
     work.write_bytes(SHARDS_KEY, json.dumps([asdict(s) for s in shards]).encode())
-    result = PlanResult(shards=shards, planned_uris=planned_uris,
+    seconds = (prepared["seconds"] + sum(r["seconds"] for r in results)
+               + time.monotonic() - started)
+    result = PlanResult(shards=shards, planned_uris=[r["part_uri"] for r in results],
                         shards_uri=work.uri(SHARDS_KEY), split=split, merged=merged,
-                        seconds=time.monotonic() - started)
+                        seconds=seconds)
     log.info("plan: %d shards in %d sections (%d split, %d merged), %d slice(s) (%.1f s)",
              len(shards), len({s.section for s in shards}), split, merged, len(slices),
              result.seconds)
     return result
 
 
+def plan(diffed_uris: str | Sequence[str], snapshot_uri: str | None, work_uri: str,
+         limits: Limits, *, output_format: str = "xml",
+         con: duckdb.DuckDBPyConnection | None = None, slice_rows: int | None = None
+         ) -> PlanResult:
+    """Assign every row a shard: prepare, every slice one after the other, combine."""
+    if output_format not in FORMATS:
+        raise ConfigError(f"--format must be one of {', '.join(FORMATS)}, not {output_format!r}")
+    con = con or sql.connect()
+    slices = prepare(diffed_uris, snapshot_uri, work_uri, con=con, slice_rows=slice_rows)
+    for index in range(len(slices)):
+        plan_slice(work_uri, index, limits, output_format=output_format, con=con)
+    return combine(work_uri)
+
+
+def renumbered(shards: Sequence[Shard]) -> list[tuple[str, int, int]]:
+    """(section, planned_shard, shard) of every shard whose rows carry another number."""
+    return [(s.section, s.row_shard, s.shard) for s in shards if s.row_shard != s.shard]
+
+
 def _part_key(part: int) -> str:
     return f"{PLANNED_FOLDER}/part-{part:05d}.parquet"
 
 
+def _slice_key(index: int) -> str:
+    return f"plan-slice-{index:05d}.json"
+
+
 def _plan_slice(con: duckdb.DuckDBPyConnection, work: storage.Storage, part: int,
                 first_run: bool, limits: Limits, output_format: str,
-                next_free: dict[str, int]) -> tuple[list[Shard], int, int]:
+                new_base: dict[str, int]) -> tuple[list[Shard], int, int]:
     """Plan the rows of the view `diffed` (one slice); write them as part `part`.
 
     A tiny shard merges only into a predecessor in the same slice: a slice boundary is
@@ -354,7 +512,7 @@ def _plan_slice(con: duckdb.DuckDBPyConnection, work: storage.Storage, part: int
     con.register("shard_groups", group_table)
     con.execute(sql.load_sql("pack_shards"))
     con.execute("DROP TABLE assigned")  # free its memory before the next big step
-    con.register("shard_numbers", _number_shards(con, groups, next_free))
+    con.register("shard_numbers", _number_shards(con, groups, new_base))
     # The rows go to Parquet in file order straight from the sort, never into a table.
     part_uri = write_parquet(con.sql(sql.load_sql("planned_rows"),
                                      params={"format": output_format}), work, _part_key(part))

@@ -219,9 +219,11 @@ def _write_shards(pf: pq.ParquetFile, shards: list[Shard], todo: set[str],
 
 
 def _check_rows(part: pa.RecordBatch, shard: Shard) -> None:
-    """The first and last row of a slice must belong to the shard being written."""
+    """The first and last row of a slice must belong to the shard being written (its rows
+    carry the number it has in the planned part, `Shard.row_shard`)."""
+    expected = (shard.section, shard.row_shard)
     for j in (0, part.num_rows - 1):
-        if (part.column(0)[j].as_py(), part.column(1)[j].as_py()) != (shard.section, shard.shard):
+        if (part.column(0)[j].as_py(), part.column(1)[j].as_py()) != expected:
             raise RuntimeError(f"planned rows are out of order at shard {shard.uid}")
 
 

@@ -90,6 +90,8 @@ def begin(opts: RunOptions) -> dict[str, Any]:
     """Reads the live manifest (its version is what the commit will be conditional on)."""
     if opts.diff_partitions is not None and opts.diff_partitions < 1:
         raise ConfigError(f"--diff-partitions must be at least 1, not {opts.diff_partitions}")
+    if opts.plan_slice_rows is not None and opts.plan_slice_rows < 1:
+        raise ConfigError(f"plan slice rows must be at least 1, not {opts.plan_slice_rows}")
     run_time = (opts.run_time or datetime.now(UTC)).astimezone(UTC).replace(microsecond=0)
     site = Site.parse(opts.site_url)
     public = opts.public_url or site.prefix
@@ -238,14 +240,34 @@ def diff_step(ctx: dict[str, Any]) -> dict[str, Any]:
     return diff_combine_step(ctx)
 
 
-def plan_step(ctx: dict[str, Any], batch_bytes: int = DEFAULT_RENDER_BATCH_BYTES
-              ) -> dict[str, Any]:
-    """Plans the shards; returns the render batches (lists of shard uids, by bytes)."""
-    from pipeline.plan import plan
+def plan_prepare_step(ctx: dict[str, Any]) -> list[int]:
+    """Chooses the plan's slices (`plan-slices.json`); returns their numbers, 0 .. N-1."""
+    from pipeline.plan import prepare
 
     diffed = _read(ctx, "diff.json")
-    result = plan(diffed["diffed_uris"], ctx["snapshot"], ctx["work"], Limits(**ctx["limits"]),
-                  output_format=ctx["format"], slice_rows=ctx.get("plan_slice_rows"))
+    slices = prepare(diffed["diffed_uris"], ctx["snapshot"], ctx["work"],
+                     slice_rows=ctx.get("plan_slice_rows"))
+    return list(range(len(slices)))
+
+
+def plan_slice_step(ctx: dict[str, Any], slice: int) -> dict[str, Any]:
+    """Plans one slice: its part and `plan-slice-NNNNN.json`; a retry rewrites both."""
+    from pipeline.plan import plan_slice
+
+    result = plan_slice(ctx["work"], slice, Limits(**ctx["limits"]),
+                        output_format=ctx["format"])
+    return {"slice": slice, "shards": len(result.shards),
+            "urls": sum(s.urls for s in result.shards), "split": result.split,
+            "merged": result.merged, "seconds": round(result.seconds, 3)}
+
+
+def plan_combine_step(ctx: dict[str, Any], batch_bytes: int = DEFAULT_RENDER_BATCH_BYTES
+                      ) -> dict[str, Any]:
+    """Gathers the slices into `shards.json` and `plan.json`; returns the counts and the
+    render batches (lists of shard uids, by bytes)."""
+    from pipeline.plan import combine
+
+    result = combine(ctx["work"])
     skip = set() if ctx["force"] else live_keys(ctx)
     batches: list[list[str]] = []
     size = 0
@@ -262,6 +284,14 @@ def plan_step(ctx: dict[str, Any], batch_bytes: int = DEFAULT_RENDER_BATCH_BYTES
     _save(ctx, "plan.json", {**info, "planned_uris": result.planned_uris,
                              "shards_uri": result.shards_uri, "batches": batches})
     return {**info, "batches": batches}
+
+
+def plan_step(ctx: dict[str, Any], batch_bytes: int = DEFAULT_RENDER_BATCH_BYTES
+              ) -> dict[str, Any]:
+    """Plans every slice, one after the other, then combines them (the CLI's way)."""
+    for index in plan_prepare_step(ctx):
+        plan_slice_step(ctx, index)
+    return plan_combine_step(ctx, batch_bytes)
 
 
 def render_step(ctx: dict[str, Any], batch: list[str] | None, name: str = "all",
@@ -286,7 +316,7 @@ def render_step(ctx: dict[str, Any], batch: list[str] | None, name: str = "all",
 def publish_step(ctx: dict[str, Any], render_uris: list[str]) -> dict[str, Any]:
     """Gathers the rendered files, writes indexes and manifest, commits; returns the summary."""
     from pipeline.diff import save_state
-    from pipeline.plan import load_shards
+    from pipeline.plan import load_shards, renumbered
     from pipeline.publish import LiveState
 
     loaded, diffed, planned = _read(ctx, "load.json"), _read(ctx, "diff.json"), _read(ctx, "plan.json")
@@ -327,7 +357,8 @@ def publish_step(ctx: dict[str, Any], render_uris: list[str]) -> dict[str, Any]:
         created=datetime.fromisoformat(ctx["run_time"]), counts=counts,
         max_sitemaps_per_index=ctx["limits"]["max_sitemaps_per_index"],
         save_state=lambda: save_state(planned["planned_uris"], diffed["changes_uris"],
-                                      ctx["work"], ctx["state"], ctx["generation"]),
+                                      ctx["work"], ctx["state"], ctx["generation"],
+                                      renumbered(shards)),
         allow_shrink=ctx["allow_shrink"], shrink_threshold=ctx["shrink_threshold"],
         warnings=ctx["warnings"])
     return _summary(ctx, result.manifest, result.published, counts)

@@ -43,6 +43,10 @@ MAX_URLS = 500
 RENDER_BATCH_BYTES = 80_000
 #: The DAG of the parity test diffs in this many hash partitions (mapped diff tasks).
 DIFF_PARTITIONS = 3
+#: ... and plans in slices of this many URLs: the largest section (about 670 URLs) is
+#: cut in two, the smaller ones share slices, so plan maps over several tasks and a
+#: later slice's new shards are renumbered when the slices are combined.
+PLAN_SLICE_ROWS = 400
 
 
 def site_block(name: str, bucket: S3Bucket, inventory_key: str, out: str,
@@ -86,10 +90,12 @@ def test_dag_run_publishes_what_the_cli_publishes(
     inventory = make_inventory(tmp_path / "inventory.parquet", URLS, site=SITE)
     s3_bucket.client.upload_file(str(inventory), s3_bucket.name, "inventory/inv.parquet")
     # The DAG diffs in 3 hash partitions (3 mapped diff tasks), the CLI in 1: partitioning
-    # must not change what is published.
+    # must not change what is published. Both plan in the same small slices: the DAG maps
+    # plan over them, the CLI plans them one after the other.
     env = airflow_for(tmp_path, airflow_db, s3_bucket,
                       site_block("parity", s3_bucket, "inventory/inv.parquet", "dag/",
-                                 f"diff_partitions = {DIFF_PARTITIONS}"))
+                                 f"diff_partitions = {DIFF_PARTITIONS}\n"
+                                 f"plan_slice_rows = {PLAN_SLICE_ROWS}"))
 
     rc, out, seconds = dags_test(env, "sitemaps_parity")
     print(f"airflow dags test: {seconds:.1f} s")
@@ -101,13 +107,17 @@ def test_dag_run_publishes_what_the_cli_publishes(
     diffs = sorted(k for k in states if k[0] == "diff")
     assert diffs == [("diff", i) for i in range(DIFF_PARTITIONS)], states
     assert states[("diff_counts", -1)] == ("success", 1)
+    plans = sorted(k for k in states if k[0] == "plan")
+    assert len(plans) >= 3 and plans == [("plan", i) for i in range(len(plans))], states
+    assert states[("plan_slices", -1)] == states[("plan_counts", -1)] == ("success", 1)
     assert all(s == ("success", 1) for s in states.values()), states
 
-    # The CLI path, same inventory and run time, another prefix, same public URL, and
-    # one diff partition (the default at this size).
+    # The CLI path, same inventory and run time, another prefix, same public URL, one
+    # diff partition (the default at this size), the same plan slices one after the other.
     summary = run(RunOptions(inventory=s3_bucket.url("inventory/inv.parquet"), site_url=SITE,
                              out=s3_bucket.url("cli/"), public_url=PUBLIC,
-                             limits=Limits(max_urls=MAX_URLS), run_time=RUN_TIME))
+                             limits=Limits(max_urls=MAX_URLS), run_time=RUN_TIME,
+                             plan_slice_rows=PLAN_SLICE_ROWS))
     dag_out = read_output(s3_bucket.url("dag/"), max_urls=MAX_URLS)
     cli_out = read_output(s3_bucket.url("cli/"), max_urls=MAX_URLS)
     dm, cm = dag_out.manifest, cli_out.manifest
@@ -162,7 +172,8 @@ def test_terminal_error_fails_at_once_and_publishes_nothing(
     assert states[("begin", -1)] == ("success", 1)
     assert states[("load", -1)] == ("failed", 1), states  # first try, no retry
     assert "up_for_retry" not in out
-    for task_id in ("diff_partitions", "diff", "diff_counts", "plan", "publish", "finish"):
+    for task_id in ("diff_partitions", "diff", "diff_counts", "plan_slices", "plan",
+                    "plan_counts", "publish", "finish"):
         assert states[(task_id, -1)][0] == "upstream_failed", states
     # The reason, as the task log's last error line.
     reason = "the inventory's `url` column is BIGINT; it must be a string"
@@ -183,9 +194,11 @@ def test_dry_run_plans_and_publishes_nothing(
     print(f"airflow dags test: {seconds:.1f} s")
     assert rc == 0, tail(out)
     states = env.task_states("sitemaps_dry")
-    for task_id in ("begin", "load", "diff_partitions", "diff_counts", "plan", "finish"):
+    for task_id in ("begin", "load", "diff_partitions", "diff_counts", "plan_slices",
+                    "plan_counts", "finish"):
         assert states[(task_id, -1)] == ("success", 1), states
     assert states[("diff", 0)] == ("success", 1), states  # one partition: one mapped diff
+    assert states[("plan", 0)] == ("success", 1), states  # one slice: one mapped plan
     for task_id in ("render", "publish", "gc"):
         assert states[(task_id, -1)][0] == "skipped", states
     assert "dry run: would publish" in out and "nothing rendered or published" in out

@@ -13,8 +13,8 @@ from tests.dags.airflow_env import DAGS_FOLDER, ROOT, new_home, requires_airflow
 
 pytestmark = requires_airflow
 
-TASKS = ["begin", "load", "diff_partitions", "diff", "diff_counts", "plan", "render", "publish",
-         "gc", "notify", "finish"]
+TASKS = ["begin", "load", "diff_partitions", "diff", "diff_counts", "plan_slices", "plan",
+         "plan_counts", "render", "publish", "gc", "notify", "finish"]
 
 TWO_SITES = """
 [defaults]
@@ -122,6 +122,9 @@ def test_one_dag_per_site_with_the_expected_shape(bags: dict[str, dict]) -> None
         assert t["render"]["mapped"] and not t["publish"]["mapped"]
         # diff is mapped over hash partitions of the URLs; diff_counts adds them up.
         assert t["diff"]["mapped"] and not t["diff_counts"]["mapped"]
+        # plan is mapped over the plan's slices; plan_counts gathers and numbers them.
+        assert t["plan"]["mapped"] and not t["plan_slices"]["mapped"]
+        assert not t["plan_counts"]["mapped"]
         # publish runs when render was mapped over zero batches (skipped); finish never
         # runs after a failure, so a failed run keeps the work files a retry needs.
         assert t["publish"]["trigger_rule"] == "none_failed"
@@ -131,8 +134,10 @@ def test_one_dag_per_site_with_the_expected_shape(bags: dict[str, dict]) -> None
         assert t["diff_partitions"]["upstream"] == ["begin", "load"]
         assert t["diff"]["upstream"] == ["begin", "diff_partitions"]
         assert t["diff_counts"]["upstream"] == ["begin", "diff"]
-        assert t["plan"]["upstream"] == ["begin", "diff_counts"]
-        assert t["render"]["upstream"] == ["begin", "plan"]
+        assert t["plan_slices"]["upstream"] == ["begin", "diff_counts"]
+        assert t["plan"]["upstream"] == ["begin", "plan_slices"]
+        assert t["plan_counts"]["upstream"] == ["begin", "plan"]
+        assert t["render"]["upstream"] == ["begin", "plan_counts"]
         assert t["publish"]["upstream"] == ["begin", "render"]
         assert t["finish"]["upstream"] == ["begin", "publish"]
     assert www["tasks"]["publish"]["outlets"] == [

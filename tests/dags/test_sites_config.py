@@ -40,11 +40,13 @@ def test_defaults_derive_state_work_and_asset_from_out_and_inventory() -> None:
     assert (s.format, s.lease_seconds, s.gc_keep, s.gc_grace_hours) == ("xml", 0, 3, 48)
     assert s.limits.max_urls == 50_000
     assert s.diff_partitions is None  # automatic
+    assert s.plan_slice_rows is None  # pipeline.plan.SLICE_ROWS
 
 
-def test_diff_partitions() -> None:
-    (s,) = sites.parse_sites({"sites": {"www": {**BASE, "diff_partitions": 4}}})
-    assert s.diff_partitions == 4
+def test_diff_partitions_and_plan_slice_rows() -> None:
+    (s,) = sites.parse_sites({"sites": {"www": {**BASE, "diff_partitions": 4,
+                                                "plan_slice_rows": 1_000_000}}})
+    assert s.diff_partitions == 4 and s.plan_slice_rows == 1_000_000
 
 
 def test_defaults_table_applies_to_every_site_and_a_site_overrides_it() -> None:
@@ -76,6 +78,8 @@ def test_explicit_state_and_work() -> None:
     ({**BASE, "gc_keep": 0}, "gc_keep and section_depth are at least 1"),
     ({**BASE, "diff_partitions": 0}, "diff_partitions must be at least 1"),
     ({**BASE, "diff_partitions": 2.0}, "diff_partitions = 2.0 has the wrong type"),
+    ({**BASE, "plan_slice_rows": 0}, "plan_slice_rows must be at least 1"),
+    ({**BASE, "plan_slice_rows": "4M"}, "plan_slice_rows = '4M' has the wrong type"),
 ])
 def test_mistakes_are_config_errors_that_name_the_site(block: dict, message: str) -> None:
     with pytest.raises(ConfigError, match=r"\[sites\.www\]") as exc:

@@ -1,4 +1,8 @@
-"""Plan slice by slice: the same URLs and lines as one pass, every limit, stable shards."""
+"""Plan slice by slice: the same URLs and lines as one pass, every limit, stable shards.
+
+The slices are independent: planned in any order (as the DAG's mapped plan tasks may run)
+and combined, they give exactly what planning them one after the other gives.
+"""
 
 from __future__ import annotations
 
@@ -17,7 +21,14 @@ import pytest
 from pipeline import steps, storage
 from pipeline.config import Limits
 from pipeline.demo import make_inventory
-from pipeline.plan import _cuts_by_sample, _cuts_by_shards, load_shards
+from pipeline.plan import (
+    PROVISIONAL_SHIFT,
+    SLICES_KEY,
+    Shard,
+    _cuts_by_sample,
+    _cuts_by_shards,
+    load_shards,
+)
 from pipeline.run import RunOptions, run
 from tests.output_check import read_output
 
@@ -131,3 +142,171 @@ def test_cut_points() -> None:
     assert _cuts_by_sample([f"u{i:03d}" for i in range(100)], 1000, 250) == [
         "u025", "u050", "u075"]
     assert _cuts_by_sample([], 1000, 250) == []
+
+
+# ------------------------------------------------------------------ slices in any order
+
+
+def _second_inventory(inventory: Path, tmp_path: Path) -> Path:
+    """Removed rows, changed lastmods, new URLs among the product pages (their shards
+    split, in several slices) and a new section larger than a slice."""
+    table = pq.read_table(inventory)
+    n = table.num_rows
+    keep = pa.array([i % 11 != 4 for i in range(n)])
+    mask = pa.array([i % 13 == 6 for i in range(n)])
+    when = pa.scalar(T0 + timedelta(hours=20), pa.timestamp("us", tz="UTC"))
+    lastmod = pc.if_else(mask, when, table["lastmod"].cast(pa.timestamp("us", tz="UTC")))
+    table = table.set_column(table.schema.get_field_index("lastmod"), "lastmod", lastmod)
+    table = table.filter(keep)
+    added = [f"{SITE}product/item-{i}-more" for i in range(0, 3000, 4)]
+    added += [f"{SITE}brand-new/page-{i:04d}" for i in range(300)]
+    extra = pa.Table.from_pylist([{"url": u} for u in added], schema=table.schema)
+    path = tmp_path / "inv-second.parquet"
+    pq.write_table(pa.concat_tables([table, extra]), path)
+    return path
+
+
+def _plan_run(inventory: Path, out: Path, when: datetime, order: str) -> dict[str, Any]:
+    """One run through the steps; plan: `sequential` (plan_step) or `reverse` (every
+    slice in reverse order, the last one retried after the others, then combine).
+    Returns what the plan wrote and what was published."""
+    ctx = steps.begin(_opts(inventory, out, when, plan_slice_rows=SLICE))
+    work = storage.open_storage(ctx["work"])
+    try:
+        steps.load_step(ctx)
+        steps.diff_step(ctx)
+        if order == "sequential":
+            info = steps.plan_step(ctx)
+        else:
+            slices = steps.plan_prepare_step(ctx)
+            assert slices == list(range(len(slices))) and len(slices) > 5
+            for index in reversed(slices):
+                steps.plan_slice_step(ctx, index)
+            steps.plan_slice_step(ctx, slices[-1])  # a retried slice task
+            info = steps.plan_combine_step(ctx)
+        prepared = json.loads(work.read_bytes(SLICES_KEY))
+        planned = json.loads(work.read_bytes("plan.json"))
+        result = {  # plan.json with the run's own work folder left out
+            "info": info, "plan.json": json.loads(
+                work.read_bytes("plan.json").decode().replace(ctx["work"], "<work>")),
+            "shards.json": work.read_bytes("shards.json"),
+            "shards": load_shards(planned["shards_uri"]), "next_free": prepared["next_free"],
+            "rows": [pq.read_table(u) for u in planned["planned_uris"]],
+        }
+        rendered = steps.render_step(ctx, None)
+        result["summary"] = steps.publish_step(ctx, [rendered["uri"]])
+    finally:
+        steps.finish(ctx)
+    output = read_output(str(out), max_urls=LIMITS.max_urls)
+    result["files"] = sorted((s["key"], s["sha256"], s["lastmod"], s["urls"])
+                             for s in output.manifest["sitemaps"])
+    result["lastmods"] = output.lastmods
+    result["snapshot"] = pq.read_table(output.manifest["state"]["snapshot"])
+    return result
+
+
+def _check_numbering(shards: list[Shard], next_free: dict[str, int],
+                     before: set[tuple[str, int]]) -> None:
+    """The sequential plan's numbers: a kept shard keeps its number; new shards count on
+    from the section's highest previous number + 1, in file order (slice, then number)."""
+    expect = dict(next_free)
+    for s in shards:
+        if s.shard < next_free.get(s.section, 0):
+            assert (s.section, s.shard) in before and s.planned_shard == s.shard, s.uid
+        else:
+            assert s.shard == expect.get(s.section, 0), s.uid
+            expect[s.section] = s.shard + 1
+
+
+def _timeless(d: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in d.items() if k != "seconds"}
+
+
+def _same(a: dict[str, Any], b: dict[str, Any]) -> None:
+    assert a["shards.json"] == b["shards.json"]  # the same shards, numbers, order, parts
+    assert _timeless(a["plan.json"]) == _timeless(b["plan.json"])
+    assert _timeless(a["info"]) == _timeless(b["info"])
+    assert len(a["rows"]) == len(b["rows"])
+    for part, (x, y) in enumerate(zip(a["rows"], b["rows"], strict=True)):
+        assert x.equals(y), f"planned part {part} differs"
+    assert a["files"] == b["files"] and a["lastmods"] == b["lastmods"]
+    assert a["summary"]["counts"] == b["summary"]["counts"]
+
+
+def _snapshot_has_final_numbers(r: dict[str, Any]) -> None:
+    numbers = {(s.section, s.shard) for s in r["shards"]}
+    snap = r["snapshot"]
+    got = set(zip(snap["section"].to_pylist(), snap["shard"].to_pylist(), strict=True))
+    assert got == numbers
+    assert snap.schema.field("shard").type == pa.int32()
+
+
+def test_slices_in_reverse_order_plan_what_one_after_the_other_plans(
+        inventory: Path, tmp_path: Path) -> None:
+    seq, rev = tmp_path / "sequential", tmp_path / "reverse"
+    a = _plan_run(inventory, seq, T0, "sequential")
+    b = _plan_run(inventory, rev, T0, "reverse")
+    _same(a, b)
+    assert a["next_free"] == {}
+    _check_numbering(b["shards"], {}, set())
+    # Later slices of the large new sections numbered their shards provisionally.
+    moved = [s for s in b["shards"] if s.planned_shard != s.shard]
+    assert moved and all(s.planned_shard >= 1 << PROVISIONAL_SHIFT for s in moved)
+    assert all(s.planned_shard == s.shard for s in b["shards"] if s.part == 0)
+    _snapshot_has_final_numbers(b)
+    _check_numbers(rev)
+
+    # Changed, added and removed rows; kept shards keep their numbers, splits add new ones.
+    before = {(s.section, s.shard) for s in b["shards"]}
+    inv2 = _second_inventory(inventory, tmp_path)
+    a = _plan_run(inv2, seq, T0 + timedelta(days=1), "sequential")
+    b = _plan_run(inv2, rev, T0 + timedelta(days=1), "reverse")
+    _same(a, b)
+    c = b["summary"]["counts"]
+    assert c["added"] >= 1000 and c["changed"] > 0 and c["removed"] > 0
+    assert c["shards_split"] > 0 and c["shards_reused"] > 0
+    assert set(b["next_free"]) == {section for section, _ in before}
+    _check_numbering(b["shards"], b["next_free"], before)
+    assert any(s.planned_shard != s.shard for s in b["shards"])
+    assert any((s.section, s.shard) in before for s in b["shards"])
+    _snapshot_has_final_numbers(b)
+    _check_numbers(rev)
+
+    # The snapshot holds the final numbers: the same inventory again writes nothing.
+    again = run(_opts(inv2, rev, T0 + timedelta(days=2), plan_slice_rows=SLICE))
+    assert again["counts"]["shards_written"] == 0 and again["counts"]["bytes_written"] == 0
+    assert again["counts"]["unchanged"] == c["added"] + c["changed"] + c["unchanged"]
+
+
+def test_a_retried_slice_changes_nothing_and_combine_checks_its_slices(
+        inventory: Path, tmp_path: Path) -> None:
+    ctx = steps.begin(_opts(inventory, tmp_path / "out", plan_slice_rows=SLICE))
+    work = storage.open_storage(ctx["work"])
+    try:
+        steps.load_step(ctx)
+        steps.diff_step(ctx)
+        slices = steps.plan_prepare_step(ctx)
+        steps.plan_slice_step(ctx, 1)
+        with pytest.raises(RuntimeError, match=r"plan slice\(s\) \[0, 2, 3"):
+            steps.plan_combine_step(ctx)
+        for index in slices:
+            steps.plan_slice_step(ctx, index)
+        first = steps.plan_combine_step(ctx)
+        shards = work.read_bytes("shards.json")
+        planned = json.loads(work.read_bytes("plan.json"))
+        parts = [pq.read_table(u) for u in planned["planned_uris"]]
+        # A retry of any slice task, then of the combine: the same plan.
+        for index in (len(slices) - 1, 0, 1):
+            steps.plan_slice_step(ctx, index)
+        assert _timeless(steps.plan_combine_step(ctx)) == _timeless(first)
+        assert work.read_bytes("shards.json") == shards
+        assert _timeless(json.loads(work.read_bytes("plan.json"))) == _timeless(planned)
+        for part, uri in enumerate(planned["planned_uris"]):
+            assert pq.read_table(uri).equals(parts[part])
+        # Slices chosen again: results of the earlier choice are refused.
+        steps.plan_prepare_step(ctx)
+        steps.plan_slice_step(ctx, 0)
+        with pytest.raises(RuntimeError, match="planned before the slices were chosen again"):
+            steps.plan_combine_step(ctx)
+    finally:
+        steps.finish(ctx)

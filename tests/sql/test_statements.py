@@ -159,3 +159,37 @@ def test_pack_shards_respects_both_limits(con: duckdb.DuckDBPyConnection) -> Non
                    "ORDER BY sub").fetchall()
     assert all(n <= max_urls and b <= budget for _, n, b in subs)
     assert sum(n for _, n, _ in subs) == len(sizes)
+
+
+def test_slice_shard_bounds_keeps_the_slice_sections(con: duckdb.DuckDBPyConnection) -> None:
+    con.register("bounds_all", pa.table({
+        "section": ["a", "a", "b", "c"], "shard": pa.array([0, 1, 0, 4], pa.int32()),
+        "lower": ["a/1", "a/5", "b/1", "c/1"], "upper": ["a/4", "a/9", "b/9", "c/9"],
+        "urls": [4, 5, 9, 9]}))
+    con.execute(sql.load_sql("slice_shard_bounds"), {"sections": ["a", "c"]})
+    got = con.sql("SELECT section, shard, lower, upper, urls FROM shard_bounds "
+                  "ORDER BY ALL").fetchall()
+    assert got == [("a", 0, "a/1", "a/4", 4), ("a", 1, "a/5", "a/9", 5),
+                   ("c", 4, "c/1", "c/9", 9)]
+
+
+def test_snapshot_rows_get_final_shard_numbers(con: duckdb.DuckDBPyConnection) -> None:
+    from pipeline.diff import SNAPSHOT_COLUMNS
+
+    late = 3 << 32  # a provisional number: a new shard of a section's later plan slice
+    con.register("planned", pa.table({
+        "section": ["a", "a", "a", "b", "b"],
+        "shard": pa.array([0, late, late + 1, late, 2], pa.int64()),
+        "url": ["a/1", "a/2", "a/3", "b/1", "b/2"], "line": ["x"] * 5,
+        "fingerprint": ["f"] * 5, "lastmod": pa.array([T] * 5, pa.timestamp("s", tz="UTC")),
+        "first_seen": pa.array([T] * 5, pa.timestamp("s", tz="UTC")),
+        "last_changed": pa.array([T] * 5, pa.timestamp("s", tz="UTC")), "status": ["added"] * 5}))
+    con.register("renumbered", pa.table({
+        "section": ["a", "a", "b"], "planned_shard": pa.array([late, late + 1, late], pa.int64()),
+        "shard": pa.array([7, 8, 3], pa.int32())}))
+    rel = con.sql(sql.load_sql("snapshot_rows"))
+    assert tuple(rel.columns) == SNAPSHOT_COLUMNS
+    assert str(dict(zip(rel.columns, rel.types, strict=True))["shard"]) == "INTEGER"
+    got = sorted((r[0], r[1], r[2]) for r in rel.fetchall())
+    assert got == [("a/1", "a", 0), ("a/2", "a", 7), ("a/3", "a", 8), ("b/1", "b", 3),
+                   ("b/2", "b", 2)]
