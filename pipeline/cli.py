@@ -48,6 +48,9 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--diff-partitions", type=int, metavar="N",
                    help="diff in N hash partitions of the URLs, one join at a time (default: "
                         "one per 50,000,000 valid rows, pipeline.diff.DIFF_PARTITION_ROWS)")
+    p.add_argument("--plan-slice-rows", type=int, metavar="N",
+                   help="plan at most about N URLs at a time (default 4,000,000, "
+                        "SITEMAPS_PLAN_SLICE_ROWS): bounds plan's memory and temp disk")
     p.add_argument("--json", action="store_true", help="print the run summary as JSON")
     p.add_argument("--feed-days", type=float, default=7.0,
                    help="feed.atom lists the changes of this many days (default 7; 0: no feed)")
@@ -119,7 +122,8 @@ def _options(args: argparse.Namespace) -> Any:
         gc_grace_hours=None if args.no_gc else args.gc_grace_hours,
         feed_days=args.feed_days or None, report=not args.no_report,
         indexnow_key=args.indexnow_key, indexnow_key_location=args.indexnow_key_location,
-        indexnow_endpoint=args.indexnow_endpoint, diff_partitions=args.diff_partitions)
+        indexnow_endpoint=args.indexnow_endpoint, diff_partitions=args.diff_partitions,
+        plan_slice_rows=args.plan_slice_rows)
 
 
 def _print_summary(summary: dict[str, Any], as_json: bool) -> None:

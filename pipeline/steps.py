@@ -91,7 +91,7 @@ def begin(opts: RunOptions) -> dict[str, Any]:
     if opts.diff_partitions is not None and opts.diff_partitions < 1:
         raise ConfigError(f"--diff-partitions must be at least 1, not {opts.diff_partitions}")
     if opts.plan_slice_rows is not None and opts.plan_slice_rows < 1:
-        raise ConfigError(f"plan slice rows must be at least 1, not {opts.plan_slice_rows}")
+        raise ConfigError(f"--plan-slice-rows must be at least 1, not {opts.plan_slice_rows}")
     run_time = (opts.run_time or datetime.now(UTC)).astimezone(UTC).replace(microsecond=0)
     site = Site.parse(opts.site_url)
     public = opts.public_url or site.prefix
