@@ -14,7 +14,8 @@ from lxml import etree
 
 from pipeline import storage
 
-SCHEMAS = Path(__file__).resolve().parent.parent.parent / "shared" / "schemas"
+#: The vendored XSDs (pipeline/schemas/README.md says where each comes from).
+SCHEMAS = Path(__file__).resolve().parent.parent / "pipeline" / "schemas"
 NS = {"sm": "http://www.sitemaps.org/schemas/sitemap/0.9"}
 XHTML = "http://www.w3.org/1999/xhtml"
 _schemas: dict[str, etree.XMLSchema] = {}
