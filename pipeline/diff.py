@@ -25,7 +25,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 import duckdb
-import pyarrow as pa
 
 from pipeline import sql, storage
 from pipeline.errors import ConfigError
@@ -167,46 +166,3 @@ def combine(results: Sequence[DiffResult]) -> DiffResult:
         diffed_uris=[u for r in results for u in r.diffed_uris],
         changes_uris=[u for r in results for u in r.changes_uris],
         seconds=sum(r.seconds for r in results))
-
-
-def save_state(planned_uris: list[str], changes_uris: list[str], work_uri: str, state_uri: str,
-               generation: str, renumbered: Sequence[tuple[str, int, int]] = ()
-               ) -> dict[str, str]:
-    """Store the generation's snapshot (from every planned part), rejects and changes.
-
-    `renumbered`: (section, planned_shard, shard) of each shard whose rows carry a
-    provisional number in their part (pipeline.plan.renumbered): the snapshot gets the
-    final numbers, which the next run keeps.
-
-    The changes go to the state as one `changes.parquet`, whatever the number of diff
-    partitions (the feed, IndexNow and the manifest's `state.changes` read one file):
-    one part is uploaded as it is, several are written together into one file.
-    """
-    from pipeline.load import REJECTS_KEY
-
-    state = storage.open_storage(state_uri)
-    work = storage.open_storage(work_uri)
-    prefix = f"generations/{generation}"
-    con = sql.connect()
-    register_parquet(con, "planned", list(planned_uris))
-    con.register("renumbered", pa.table(
-        [pa.array([r[0] for r in renumbered], pa.string()),
-         pa.array([r[1] for r in renumbered], pa.int64()),
-         pa.array([r[2] for r in renumbered], pa.int32())],
-        names=["section", "planned_shard", "shard"]))
-    files = {"snapshot": write_parquet(con.sql(sql.load_sql("snapshot_rows")), state,
-                                       f"{prefix}/snapshot.parquet", compression="zstd")}
-    with work.local_path(REJECTS_KEY) as path:
-        state.upload_file(path, f"{prefix}/{REJECTS_KEY}")
-    files["rejects"] = state.uri(f"{prefix}/{REJECTS_KEY}")
-    changes = f"{prefix}/{CHANGES_KEY}"
-    if len(changes_uris) == 1:
-        root, _, key = changes_uris[0].rpartition("/")
-        with storage.open_storage(root).local_path(key) as path:
-            state.upload_file(path, changes)
-        files["changes"] = state.uri(changes)
-    else:
-        register_parquet(con, "changes_parts", list(changes_uris))
-        files["changes"] = write_parquet(con.sql("SELECT url, change, lastmod FROM changes_parts"),
-                                         state, changes, compression="zstd")
-    return files

@@ -52,3 +52,12 @@ class TooManyRejects(TerminalError):
     """More input rows were rejected than the configured share allows."""
 
     exit_code = 5
+
+
+class InternalError(TerminalError):
+    """A broken invariant of the pipeline itself: a bug, which a retry would only repeat."""
+
+    exit_code = 70  # EX_SOFTWARE
+
+    def __init__(self, message: str) -> None:
+        super().__init__(f"internal error (a bug in sitemap-pipeline, please report it): {message}")

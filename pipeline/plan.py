@@ -28,7 +28,7 @@ slice they are already the final ones; in a later slice they are
 unique in the whole plan. `combine` gives every shard its final number, exactly
 what numbering the slices one after the other gives, and keeps the number of its
 rows in the part as `Shard.planned_shard`; render checks rows against that, and
-the snapshot (pipeline.diff.save_state) maps it to the final number.
+the snapshot (pipeline.snapshot) takes the final one.
 """
 
 from __future__ import annotations
@@ -43,10 +43,11 @@ import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import duckdb
+import numpy as np
 import pyarrow as pa
 
 from pipeline import sql, storage
@@ -101,10 +102,13 @@ class Shard:
     namespaces: list[str] = field(default_factory=list)
     #: "xml" (a <urlset>) or "txt" (one URL a line, the protocol's text format).
     format: str = "xml"
-    #: Which planned part file (PlanResult.planned_uris[part]) holds its rows.
-    part: int = 0
-    #: The number its rows carry in the part file (the slice's provisional number of a
-    #: new shard; None or equal to `shard` when they are the same).
+    #: Which planned part file (PlanResult.planned_uris[part]) holds its rows; None for
+    #: a shard kept as it is published (its rows are in no part, render skips it).
+    part: int | None = 0
+    #: Its first row in that part: its rows are the `urls` rows from there on.
+    row_start: int | None = None
+    #: The number the slice gave it (a provisional number for a new shard of a section's
+    #: later slice, see provisional_base; None or equal to `shard` when they are the same).
     planned_shard: int | None = None
 
     @property
@@ -130,9 +134,9 @@ class Shard:
         return f"{self.section}/{self.shard}"
 
     @property
-    def row_shard(self) -> int:
-        """The `shard` value of its rows in the planned part."""
-        return self.shard if self.planned_shard is None else self.planned_shard
+    def reused(self) -> bool:
+        """Kept as it is published: its rows are in no planned part."""
+        return self.part is None
 
 
 @dataclass
@@ -145,12 +149,14 @@ class PlanResult:
     split: int
     merged: int
     seconds: float = 0.0
+    #: The last generation's shard bounds (prepare's plan-bounds.parquet).
+    bounds_uri: str = ""
 
 
-def shard_digest(md5_of_lines: str, header: str) -> str:
-    """The key digest: the lines' digest bound to the file format around them."""
-    return hashlib.sha256(
-        f"{FORMAT_VERSION}|{header}|{md5_of_lines}".encode()).hexdigest()[:16]
+def shard_digest(content: str, header: str) -> str:
+    """The key digest: the content's identity (URL count, body bytes, XOR of the rows'
+    hashes) bound to the file format around it."""
+    return hashlib.sha256(f"{FORMAT_VERSION}|{header}|{content}".encode()).hexdigest()[:16]
 
 
 def section_limits(section: str, limits: Limits) -> Limits:
@@ -200,26 +206,22 @@ def _groups(stats: list[tuple[Any, ...]], all_limits: Limits, first_run: bool
     return groups, split, merged
 
 
-def _number_shards(con: duckdb.DuckDBPyConnection, groups: list[dict[str, Any]],
-                   new_base: dict[str, int]) -> pa.Table:
-    """Shard numbers in the slice: a kept shard keeps its number, new ones count on from
-    `new_base[section]` (provisional_base), in (group, sub) order."""
-    subs = con.sql("SELECT DISTINCT group_id, sub FROM packed ORDER BY group_id, sub").fetchall()
-    by_id = {g["group_id"]: g for g in groups if not g["merged"]}
+def _number_shards(pieces: Sequence[tuple[int, int, int, int]], by_id: dict[int, dict[str, Any]],
+                   new_base: dict[str, int]) -> list[int]:
+    """Shard numbers of the slice's pieces (group_id, sub, start, end), in (group, sub)
+    order: a kept shard keeps its number, new ones count on from `new_base[section]`
+    (provisional_base)."""
     next_new = dict(new_base)
-    rows: dict[str, list[int]] = {"group_id": [], "sub": [], "shard": []}
-    for group_id, sub in subs:
+    numbers = []
+    for group_id, sub, _, _ in pieces:
         g = by_id[group_id]
         if g["base_shard"] is not None and sub == 0:
             number = g["base_shard"]
         else:
             number = next_new[g["section"]]
             next_new[g["section"]] = number + 1
-        rows["group_id"].append(group_id)
-        rows["sub"].append(sub)
-        rows["shard"].append(number)
-    return pa.table(rows, schema=pa.schema(
-        [("group_id", pa.int64()), ("sub", pa.int64()), ("shard", pa.int64())]))
+        numbers.append(number)
+    return numbers
 
 
 @dataclass(frozen=True)
@@ -374,11 +376,13 @@ class SliceResult:
 
 
 def plan_slice(work_uri: str, index: int, limits: Limits, *, output_format: str = "xml",
-               con: duckdb.DuckDBPyConnection | None = None) -> SliceResult:
+               con: duckdb.DuckDBPyConnection | None = None,
+               reuse_keys: frozenset[str] = frozenset()) -> SliceResult:
     """Plan slice `index` of `plan-slices.json`: write its part and `plan-slice-NNNNN.json`.
 
     Independent of every other slice (any order, any process); a retry rewrites both.
-    New shards carry provisional numbers (provisional_base) until `combine`.
+    New shards carry provisional numbers (provisional_base) until `combine`. A shard
+    kept as it is whose key is in `reuse_keys` (the live keys) writes no rows.
     """
     if output_format not in FORMATS:
         raise ConfigError(f"--format must be one of {', '.join(FORMATS)}, not {output_format!r}")
@@ -399,7 +403,7 @@ def plan_slice(work_uri: str, index: int, limits: Limits, *, output_format: str 
             "diffed", replace=True)
     shards, split, merged = _plan_slice(
         con, work, index, prepared["first_run"], limits, output_format,
-        provisional_base(slices, index, prepared["next_free"]))
+        provisional_base(slices, index, prepared["next_free"]), reuse_keys)
     con.execute("DROP TABLE IF EXISTS shard_bounds")
     result = SliceResult(index=index, part_uri=work.uri(_part_key(index)), shards=shards,
                          split=split, merged=merged, seconds=time.monotonic() - started)
@@ -455,7 +459,7 @@ def combine(work_uri: str) -> PlanResult:
                + time.monotonic() - started)
     result = PlanResult(shards=shards, planned_uris=[r["part_uri"] for r in results],
                         shards_uri=work.uri(SHARDS_KEY), split=split, merged=merged,
-                        seconds=seconds)
+                        seconds=seconds, bounds_uri=prepared["bounds_uri"])
     log.info("plan: %d shards in %d sections (%d split, %d merged), %d slice(s) (%.1f s)",
              len(shards), len({s.section for s in shards}), split, merged, len(slices),
              result.seconds)
@@ -464,21 +468,17 @@ def combine(work_uri: str) -> PlanResult:
 
 def plan(diffed_uris: str | Sequence[str], snapshot_uri: str | None, work_uri: str,
          limits: Limits, *, output_format: str = "xml",
-         con: duckdb.DuckDBPyConnection | None = None, slice_rows: int | None = None
-         ) -> PlanResult:
+         con: duckdb.DuckDBPyConnection | None = None, slice_rows: int | None = None,
+         reuse_keys: frozenset[str] = frozenset()) -> PlanResult:
     """Assign every row a shard: prepare, every slice one after the other, combine."""
     if output_format not in FORMATS:
         raise ConfigError(f"--format must be one of {', '.join(FORMATS)}, not {output_format!r}")
     con = con or sql.connect()
     slices = prepare(diffed_uris, snapshot_uri, work_uri, con=con, slice_rows=slice_rows)
     for index in range(len(slices)):
-        plan_slice(work_uri, index, limits, output_format=output_format, con=con)
+        plan_slice(work_uri, index, limits, output_format=output_format, con=con,
+                   reuse_keys=reuse_keys)
     return combine(work_uri)
-
-
-def renumbered(shards: Sequence[Shard]) -> list[tuple[str, int, int]]:
-    """(section, planned_shard, shard) of every shard whose rows carry another number."""
-    return [(s.section, s.row_shard, s.shard) for s in shards if s.row_shard != s.shard]
 
 
 def _part_key(part: int) -> str:
@@ -491,45 +491,148 @@ def _slice_key(index: int) -> str:
 
 def _plan_slice(con: duckdb.DuckDBPyConnection, work: storage.Storage, part: int,
                 first_run: bool, limits: Limits, output_format: str,
-                new_base: dict[str, int]) -> tuple[list[Shard], int, int]:
+                new_base: dict[str, int], reuse_keys: frozenset[str]
+                ) -> tuple[list[Shard], int, int]:
     """Plan the rows of the view `diffed` (one slice); write them as part `part`.
 
+    One sort: the rows of the groups to write, by group and URL (planned_rows); a
+    repacked group is then cut into shards at row positions (`pack_subs`), and every
+    shard's sums come from the part's narrow columns. A group kept as one shard whose
+    key is in `reuse_keys` (already published, same content) is not written at all.
     A tiny shard merges only into a predecessor in the same slice: a slice boundary is
     a previous shard's lower bound, so at worst a tiny shard stays on its own there.
     """
-    con.execute(sql.load_sql("assign_shards"), {"format": output_format})
-    stats = con.sql(sql.load_sql("base_shard_stats")).fetchall()
-    groups, split, merged = _groups(stats, limits, first_run=first_run)
-    # A merged shard's rows join its predecessor's group.
+    con.sql(sql.load_sql("assigned_rows"), params={"format": output_format}).create_view(
+        "assigned", replace=True)
+    stats = con.sql(sql.load_sql("group_stats")).fetchall()
+    groups, split, merged = _groups([row[:5] for row in stats], limits, first_run=first_run)
+    # A group that keeps one base shard as it is: its key from the sums alone.
+    reused: dict[int, Shard] = {}
+    for g, (section, base, urls, body, _, xor, lastmod, ns, changed) in zip(groups, stats,
+                                                                           strict=True):
+        if g["repack"] or g["merged"] or base is None:
+            continue
+        if any(h["group_id"] == g["group_id"] and h is not g for h in groups):
+            continue  # a tiny shard merges into it: its content changes
+        shard = _shard(section, int(base), int(urls), int(body), lastmod, int(xor), int(ns),
+                       int(changed), output_format, part=None)
+        if shard.key in reuse_keys:
+            reused[g["group_id"]] = shard
     group_table = pa.table({
         "section": pa.array([g["section"] for g in groups], pa.string()),
         "base_shard": pa.array([g["base_shard"] for g in groups], pa.int32()),
         "group_id": pa.array([g["group_id"] for g in groups], pa.int64()),
-        "repack": pa.array([g["repack"] for g in groups], pa.bool_()),
-        "fill_urls": pa.array([g["fill_urls"] for g in groups], pa.int64()),
-        "fill_bytes": pa.array([g["fill_bytes"] for g in groups], pa.int64()),
+        "reused": pa.array([g["group_id"] in reused for g in groups], pa.bool_()),
     })
     con.register("shard_groups", group_table)
-    con.execute(sql.load_sql("pack_shards"))
-    con.execute("DROP TABLE assigned")  # free its memory before the next big step
-    con.register("shard_numbers", _number_shards(con, groups, new_base))
     # The rows go to Parquet in file order straight from the sort, never into a table.
-    part_uri = write_parquet(con.sql(sql.load_sql("planned_rows"),
-                                     params={"format": output_format}), work, _part_key(part))
-    con.execute("DROP TABLE packed")
+    part_uri = write_parquet(con.sql(sql.load_sql("planned_rows")), work, _part_key(part))
     con.unregister("shard_groups")
-    con.unregister("shard_numbers")
-    register_parquet(con, "planned", [part_uri])
-    shards = []
-    for s, n, u, b, lm, d, c, *uses in con.sql(sql.load_sql("shard_summary")).fetchall():
-        namespaces = [ns for ns, used in zip(("image", "video", "news", "xhtml"), uses,
-                                             strict=True) if used]
-        header = urlset_header(namespaces) if output_format == "xml" else "txt"
-        shards.append(Shard(section=s, shard=int(n), urls=int(u), body_bytes=int(b),
-                            lastmod=_w3c(lm), digest=shard_digest(d, header),
-                            changed_rows=int(c), namespaces=namespaces, format=output_format,
-                            part=part))
+    by_id = {g["group_id"]: g for g in groups if not g["merged"]}
+    cols = _read_narrow(part_uri)
+    runs = _group_runs(cols["group_id"])
+    pieces: list[tuple[int, int, int, int]] = []  # (group_id, sub, start, end)
+    for group_id, start, end in runs:
+        g = by_id[group_id]
+        if g["repack"]:
+            cuts = pack_subs(cols["line_bytes"][start:end], g["fill_urls"], g["fill_bytes"])
+            bounds = [start + c for c in cuts] + [end]
+            pieces += [(group_id, sub, lo, hi)
+                       for sub, (lo, hi) in enumerate(itertools.pairwise(bounds))]
+        else:
+            pieces.append((group_id, 0, start, end))
+    numbers = _number_shards(pieces, by_id, new_base)
+    shards: list[Shard] = []
+    starts = np.array([p[2] for p in pieces], dtype=np.int64)
+    if len(pieces):
+        sums = {name: op.reduceat(cols[name], starts) for name, op in (
+            ("line_bytes", np.add), ("row_hash", np.bitwise_xor), ("lastmod", np.maximum),
+            ("ns", np.bitwise_or), ("changed", np.add))}
+    sections = cols["section"]
+    for i, ((_, _, start, end), number) in enumerate(zip(pieces, numbers, strict=True)):
+        lastmod = None if sums["lastmod"][i] == _NO_TIME else datetime.fromtimestamp(
+            int(sums["lastmod"][i]) // 1_000_000, UTC)
+        shards.append(_shard(
+            sections[start], number, end - start, int(sums["line_bytes"][i]), lastmod,
+            int(sums["row_hash"][i]), int(sums["ns"][i]), int(sums["changed"][i]),
+            output_format, part=part, row_start=start))
+    shards += reused.values()
+    shards.sort(key=lambda s: (s.section, s.row_start is None, s.row_start or 0, s.shard))
     return shards, split, merged
+
+
+#: The namespace flags of assigned_rows' `ns` column, in bit order.
+NAMESPACE_BITS = ("image", "video", "news", "xhtml")
+#: A shard whose rows have no lastmod (the lastmod column's NULL, read as int64).
+_NO_TIME = np.iinfo(np.int64).min
+
+
+def _shard(section: str, number: int, urls: int, body: int, lastmod: datetime | None,
+           row_hash_xor: int, ns: int, changed: int, output_format: str, *,
+           part: int | None, row_start: int | None = None) -> Shard:
+    """A shard from its sums: the same content always gives the same key."""
+    namespaces = [name for bit, name in enumerate(NAMESPACE_BITS) if ns >> bit & 1]
+    header = urlset_header(namespaces) if output_format == "xml" else "txt"
+    content = f"{urls}|{body}|{row_hash_xor & 0xFFFFFFFFFFFFFFFF:016x}"
+    return Shard(section=section, shard=number, urls=urls, body_bytes=body, lastmod=_w3c(lastmod),
+                 digest=shard_digest(content, header), changed_rows=changed,
+                 namespaces=namespaces, format=output_format, part=part, row_start=row_start)
+
+
+def pack_subs(line_bytes: np.ndarray, fill_urls: int, fill_bytes: int) -> list[int]:
+    """Where a repacked group's rows (in URL order) are cut into shards: row offsets,
+    starting with 0. Row i goes to count bucket i // fill_urls and byte bucket
+    (bytes up to and including it - 1) // fill_bytes; each distinct pair is one shard.
+    fill_bytes is the byte budget less the longest line, so a shard never exceeds the
+    budget though a line may straddle a bucket edge."""
+    n = len(line_bytes)
+    if n == 0:
+        return []
+    rows = np.arange(n, dtype=np.int64)
+    count_bucket = rows // fill_urls
+    byte_bucket = (np.cumsum(line_bytes, dtype=np.int64) - 1) // fill_bytes
+    change = np.empty(n, dtype=bool)
+    change[0] = True
+    change[1:] = (count_bucket[1:] != count_bucket[:-1]) | (byte_bucket[1:] != byte_bucket[:-1])
+    return [int(i) for i in np.flatnonzero(change)]
+
+
+def _group_runs(group_ids: np.ndarray) -> list[tuple[int, int, int]]:
+    """(group_id, start, end) of each run of equal group ids (the part is in group order)."""
+    if len(group_ids) == 0:
+        return []
+    edges = np.flatnonzero(group_ids[1:] != group_ids[:-1]) + 1
+    starts = np.concatenate(([0], edges))
+    ends = np.concatenate((edges, [len(group_ids)]))
+    return [(int(group_ids[a]), int(a), int(b)) for a, b in zip(starts, ends, strict=True)]
+
+
+def _read_narrow(part_uri: str) -> dict[str, Any]:
+    """The part's narrow columns as numpy arrays (section as a list): a slice's rows."""
+    from pipeline.parquet import read_table
+
+    table = read_table(part_uri, ["group_id", "section", "line_bytes", "row_hash", "lastmod",
+                                  "ns", "changed"])
+    lastmod = table.column("lastmod").cast(pa.int64())
+    return {
+        "group_id": table.column("group_id").to_numpy(),
+        "section": _SectionAt(table.column("section")),
+        "line_bytes": table.column("line_bytes").to_numpy().astype(np.int64),
+        "row_hash": table.column("row_hash").to_numpy().astype(np.uint64),
+        "lastmod": lastmod.fill_null(_NO_TIME).to_numpy(),
+        "ns": table.column("ns").to_numpy().astype(np.int64),
+        "changed": table.column("changed").cast(pa.int64()).to_numpy(),
+    }
+
+
+class _SectionAt:
+    """The section of row i, read on demand (one per shard, not one per row)."""
+
+    def __init__(self, column: pa.ChunkedArray) -> None:
+        self._column = column
+
+    def __getitem__(self, i: int) -> str:
+        return str(self._column[i].as_py())
 
 
 def load_shards(shards_uri: str) -> list[Shard]:

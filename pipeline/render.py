@@ -1,9 +1,10 @@
 """Stage 4, render: write shards as gzipped sitemap files, each one independently.
 
-The <url> lines come ready from the plan (one string column whose values end
-in a newline), so a shard's body is the concatenation of Arrow buffers handed
-straight to the compressor. A shard whose key (content digest) is already
-published is skipped: not rendered, not uploaded.
+Each line is built once, here: DuckDB renders a row group of the planned part
+(sql/url_line.sql) into one string column whose values end in a newline, so a
+shard's body is the concatenation of Arrow buffers handed straight to the
+compressor. Its size must be what the plan budgeted, to the byte. A shard whose
+key (content digest) is already published is skipped: not rendered, not uploaded.
 """
 
 from __future__ import annotations
@@ -13,12 +14,15 @@ import logging
 import os
 import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
+import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline import storage
+from pipeline import sql, storage
+from pipeline.errors import InternalError
+from pipeline.parquet import open_parquet
 from pipeline.plan import Shard
 from pipeline.progress import QUIET, Progress
 
@@ -26,7 +30,6 @@ log = logging.getLogger(__name__)
 
 #: ISA-L level 1: about 15x faster than zlib level 6, files about 15% larger.
 GZIP_LEVEL = int(os.environ.get("SITEMAPS_GZIP_LEVEL", "1"))
-_BATCH_ROWS = 65_536
 
 
 @dataclass
@@ -85,9 +88,9 @@ class _GzipSink:
         self._cm.__exit__(type(exc), exc, exc.__traceback__)
 
 
-def _body_chunks(batch_lines: pa.Array) -> Iterator[pa.Buffer]:
+def _body_chunks(lines: pa.Array | pa.ChunkedArray) -> Iterator[pa.Buffer]:
     """The data buffer behind a slice of a string array: its lines, back to back."""
-    arr = batch_lines
+    arr = lines
     if isinstance(arr, pa.ChunkedArray):
         for chunk in arr.chunks:
             yield from _body_chunks(chunk)
@@ -103,17 +106,26 @@ def _body_chunks(batch_lines: pa.Array) -> Iterator[pa.Buffer]:
     yield data.slice(start, end - start)
 
 
-def _open_parquet(uri: str) -> pq.ParquetFile:
-    if storage.is_s3(uri):
-        return pq.ParquetFile(storage.s3_filesystem().open_input_file(uri.removeprefix("s3://")),
-                              pre_buffer=False)
-    return pq.ParquetFile(uri, pre_buffer=False)
+#: The planned part's columns a line is made of (sql/url_line.sql).
+LINE_COLUMNS = ["section", "url", "lastmod", "changefreq", "priority", "ext"]
+
+
+def render_lines(con: duckdb.DuckDBPyConnection, rows: pa.Table, output_format: str
+                 ) -> pa.ChunkedArray:
+    """The <url> lines (or, for txt, the URLs) of `rows`, in their order, newline included."""
+    con.register("render_rows", rows)
+    try:
+        expr = ("url || chr(10)" if output_format == "txt"
+                else "url_line(url, lastmod, changefreq, priority, ext)")
+        return con.sql(f"SELECT {expr} AS line FROM render_rows").to_arrow_table().column(0)
+    finally:
+        con.unregister("render_rows")
 
 
 def render(planned_uris: list[str] | str, shards: list[Shard], out_uri: str, *,
            only: set[str] | None = None, skip_keys: frozenset[str] = frozenset(),
            progress: Progress = QUIET) -> list[RenderedFile]:
-    """Write shards from the planned parts; `shards` is the plan's whole list, in file order.
+    """Write shards from the planned parts; `shards` is the plan's whole list.
 
     `planned_uris` are the plan's part files (Shard.part indexes them; one URI is one
     part). `only` (shard uids) limits the work to one batch, as a mapped task does;
@@ -121,25 +133,31 @@ def render(planned_uris: list[str] | str, shards: list[Shard], out_uri: str, *,
     """
     started = time.monotonic()
     uris = [planned_uris] if isinstance(planned_uris, str) else list(planned_uris)
-    bad = [s.uid for s in shards if not 0 <= s.part < len(uris)]
+    bad = [s.uid for s in shards if s.part is not None and not 0 <= s.part < len(uris)]
     if bad:
-        raise RuntimeError(f"shard {bad[0]} is in part {len(uris)} or later; "
-                           f"the plan has {len(uris)} part(s)")
+        raise InternalError(f"shard {bad[0]} is in part {len(uris)} or later; "
+                            f"the plan has {len(uris)} part(s)")
     mine = [s for s in shards if only is None or s.uid in only]
     todo = [s for s in mine if s.key not in skip_keys]
     skipped = [s for s in mine if s.key in skip_keys]
+    unplanned = [s.uid for s in todo if s.reused]
+    if unplanned:
+        raise InternalError(f"shard {unplanned[0]} must be written but the plan kept it "
+                            "without its rows (planned with other live keys?)")
     results = [RenderedFile(key=s.key, section=s.section, shard=s.shard, urls=s.urls,
                             bytes=s.bytes, gzip_bytes=-1, sha256="", lastmod=s.lastmod,
                             written=False) for s in skipped]
     if todo:
         progress.step("render")
         out = storage.open_storage(out_uri)
-        todo_uids = {s.uid for s in todo}
         counter = _Counter(len(todo), progress)
+        con = sql.connect()
         for part, uri in enumerate(uris):
-            in_part = [s for s in shards if s.part == part]
-            if any(s.uid in todo_uids for s in in_part):
-                results += _write_shards(_open_parquet(uri), in_part, todo_uids, out, counter)
+            in_part = sorted((s for s in shards if s.part == part),
+                             key=lambda s: s.row_start or 0)
+            wanted = [s for s in todo if s.part == part]
+            if wanted:
+                results += _write_part(con, open_parquet(uri), in_part, wanted, out, counter)
     progress.done(f"{len(todo)} written, {len(skipped)} reused")
     written = [r for r in results if r.written]
     log.info("render: %d shards written (%d URLs, %d bytes, %d gzipped), %d reused (%.1f s)",
@@ -159,73 +177,76 @@ class _Counter:
         self.progress.update(self.done, self.total, "shards")
 
 
-def _row_ranges(shards: list[Shard]) -> dict[str, tuple[int, int]]:
-    """Each shard's [first, end) row numbers in its part file (rows are in shard order).
-
-    `shards` are one part's shards, in the plan's (file) order.
-    """
-    ranges, row = {}, 0
-    for s in shards:
-        ranges[s.uid] = (row, row + s.urls)
-        row += s.urls
-    return ranges
-
-
-def _write_shards(pf: pq.ParquetFile, shards: list[Shard], todo: set[str],
-                  out: storage.Storage, counter: _Counter) -> list[RenderedFile]:
-    """Read only the row groups of one part that hold `todo` shards, in order, and cut
-    them by row ranges; `shards` are every shard of that part, in file order."""
-    ranges = _row_ranges(shards)
+def _write_part(con: duckdb.DuckDBPyConnection, pf: pq.ParquetFile, in_part: list[Shard],
+                wanted: list[Shard], out: storage.Storage, counter: _Counter
+                ) -> list[RenderedFile]:
+    """Write the `wanted` shards of one part: read only the row groups that hold them, in
+    order, render their lines once and cut them by the shards' row ranges."""
     meta = pf.metadata
+    planned = sum(s.urls for s in in_part)
+    if meta.num_rows != planned:
+        raise InternalError(f"planned rows ({meta.num_rows}) do not match the plan's shards "
+                            f"({planned}) in part {in_part[0].part}")
     group_start = [0]
     for g in range(meta.num_row_groups):
         group_start.append(group_start[-1] + meta.row_group(g).num_rows)
-    if group_start[-1] != sum(s.urls for s in shards):
-        raise RuntimeError(f"planned rows ({group_start[-1]}) do not match the plan's shards "
-                           f"({sum(s.urls for s in shards)}) in part {shards[0].part}")
-    wanted = [s for s in shards if s.uid in todo]
+    wanted = sorted(wanted, key=lambda s: s.row_start or 0)
+    groups = sorted({g for s in wanted for g in range(meta.num_row_groups)
+                     if group_start[g] < (s.row_start or 0) + s.urls
+                     and group_start[g + 1] > (s.row_start or 0)})
     results: list[RenderedFile] = []
-    for shard in wanted:
-        first, end = ranges[shard.uid]
-        groups = [g for g in range(meta.num_row_groups)
-                  if group_start[g] < end and group_start[g + 1] > first]
-        sink = _GzipSink(out, shard.key)
-        try:
-            sink.write(shard.header.encode())
-            row = group_start[groups[0]]
-            for batch in pf.iter_batches(batch_size=_BATCH_ROWS, row_groups=groups,
-                                         columns=["section", "shard", "line"], use_threads=True):
-                lo, hi = max(first - row, 0), min(end - row, batch.num_rows)
+    todo = iter(wanted)
+    shard: Shard | None = next(todo, None)
+    sink: _GzipSink | None = None
+    written_rows = 0
+    try:
+        for g in groups:
+            if shard is None:
+                break
+            table = pf.read_row_group(g, columns=LINE_COLUMNS)
+            lines = render_lines(con, table, shard.format)
+            base = group_start[g]
+            while shard is not None:
+                first = shard.row_start or 0
+                end = first + shard.urls
+                lo, hi = max(first - base, 0), min(end - base, table.num_rows)
+                if lo >= table.num_rows:
+                    break  # the shard starts in a later row group
+                if sink is None:
+                    _check_section(table, lo, shard)
+                    sink = _GzipSink(out, shard.key)
+                    sink.write(shard.header.encode())
+                    written_rows = 0
                 if lo < hi:
-                    part = batch.slice(lo, hi - lo)
-                    _check_rows(part, shard)
-                    for buf in _body_chunks(part.column(2)):
+                    for buf in _body_chunks(lines.slice(lo, hi - lo)):
                         sink.write(buf)
-                row += batch.num_rows
-                if row >= end:
-                    break
-            sink.write(shard.footer.encode())
-            sha = sink.close()
-        except BaseException as exc:
+                    written_rows += hi - lo
+                if end - base > table.num_rows:
+                    break  # the shard goes on in the next row group
+                _check_section(table, hi - 1, shard)
+                sink.write(shard.footer.encode())
+                sha = sink.close()
+                done, sink = sink, None
+                if done.raw != shard.bytes or written_rows != shard.urls:
+                    # plan and render disagree: never publish such a file
+                    raise InternalError(f"{shard.key}: wrote {written_rows} URLs in {done.raw} "
+                                        f"bytes, planned {shard.urls} in {shard.bytes}")
+                results.append(RenderedFile(
+                    key=shard.key, section=shard.section, shard=shard.shard, urls=shard.urls,
+                    bytes=done.raw, gzip_bytes=done.gz, sha256=sha, lastmod=shard.lastmod,
+                    written=True))
+                counter.tick()
+                shard = next(todo, None)
+    except BaseException as exc:
+        if sink is not None:
             sink.abort(exc)
-            raise
-        if sink.raw != shard.bytes:  # plan and render disagree: never publish such a file
-            raise RuntimeError(f"{shard.key}: wrote {sink.raw} bytes, planned {shard.bytes}")
-        results.append(RenderedFile(key=shard.key, section=shard.section, shard=shard.shard,
-                                    urls=shard.urls, bytes=sink.raw, gzip_bytes=sink.gz,
-                                    sha256=sha, lastmod=shard.lastmod, written=True))
-        counter.tick()
+        raise
+    if shard is not None:
+        raise InternalError(f"shard {shard.uid} ends past the rows of part {shard.part}")
     return results
 
 
-def _check_rows(part: pa.RecordBatch, shard: Shard) -> None:
-    """The first and last row of a slice must belong to the shard being written (its rows
-    carry the number it has in the planned part, `Shard.row_shard`)."""
-    expected = (shard.section, shard.row_shard)
-    for j in (0, part.num_rows - 1):
-        if (part.column(0)[j].as_py(), part.column(1)[j].as_py()) != expected:
-            raise RuntimeError(f"planned rows are out of order at shard {shard.uid}")
-
-
-def rendered_to_dicts(files: list[RenderedFile]) -> list[dict[str, object]]:
-    return [asdict(f) for f in files]
+def _check_section(table: pa.Table, row: int, shard: Shard) -> None:
+    """A shard's first and last rows must be of its section (the part is in plan order)."""
+    if table.column(0)[row].as_py() != shard.section:
+        raise InternalError(f"planned rows are out of order at shard {shard.uid}")

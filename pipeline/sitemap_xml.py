@@ -1,6 +1,6 @@
 """The fixed XML of sitemap files and the sitemap index writer.
 
-The `<url>` lines themselves are rendered in SQL (sql/assign_shards.sql);
+The `<url>` lines themselves are rendered in SQL (sql/url_line.sql);
 this module holds what surrounds them, so plan (which budgets bytes) and
 render (which writes them) agree to the byte.
 """
@@ -29,8 +29,9 @@ def max_urlset_overhead() -> int:
     from pipeline.extensions import NAMESPACES
 
     return len(urlset_header(NAMESPACES).encode()) + len(URLSET_FOOTER.encode())
-#: Bumped when the rendering changes, so that every shard key changes with it.
-FORMAT_VERSION = "1"
+#: Bumped when the rendering or the key digest changes, so that every shard key changes
+#: with it (2: the digest is made of the rows' hashes, not of the rendered lines).
+FORMAT_VERSION = "2"
 
 
 def sitemap_index(entries: Iterable[tuple[str, str | None]]) -> bytes:

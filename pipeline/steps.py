@@ -18,7 +18,7 @@ from typing import Any
 
 from pipeline import storage
 from pipeline.config import Limits
-from pipeline.errors import ConfigError, TooManyRejects
+from pipeline.errors import ConfigError, InternalError, TooManyRejects
 from pipeline.publish import (
     DEFAULT_SHRINK_THRESHOLD,
     cross_submission_warning,
@@ -255,7 +255,8 @@ def plan_slice_step(ctx: dict[str, Any], slice: int) -> dict[str, Any]:
     from pipeline.plan import plan_slice
 
     result = plan_slice(ctx["work"], slice, Limits(**ctx["limits"]),
-                        output_format=ctx["format"])
+                        output_format=ctx["format"],
+                        reuse_keys=frozenset() if ctx["force"] else frozenset(live_keys(ctx)))
     return {"slice": slice, "shards": len(result.shards),
             "urls": sum(s.urls for s in result.shards), "split": result.split,
             "merged": result.merged, "seconds": round(result.seconds, 3)}
@@ -282,7 +283,8 @@ def plan_combine_step(ctx: dict[str, Any], batch_bytes: int = DEFAULT_RENDER_BAT
     info = {"shards": len(result.shards), "to_render": sum(map(len, batches)),
             "split": result.split, "merged": result.merged, "seconds": round(result.seconds, 3)}
     _save(ctx, "plan.json", {**info, "planned_uris": result.planned_uris,
-                             "shards_uri": result.shards_uri, "batches": batches})
+                             "shards_uri": result.shards_uri, "bounds_uri": result.bounds_uri,
+                             "batches": batches})
     return {**info, "batches": batches}
 
 
@@ -315,9 +317,9 @@ def render_step(ctx: dict[str, Any], batch: list[str] | None, name: str = "all",
 
 def publish_step(ctx: dict[str, Any], render_uris: list[str]) -> dict[str, Any]:
     """Gathers the rendered files, writes indexes and manifest, commits; returns the summary."""
-    from pipeline.diff import save_state
-    from pipeline.plan import load_shards, renumbered
+    from pipeline.plan import load_shards
     from pipeline.publish import LiveState
+    from pipeline.snapshot import save_state
 
     loaded, diffed, planned = _read(ctx, "load.json"), _read(ctx, "diff.json"), _read(ctx, "plan.json")
     written: dict[str, RenderedFile] = {}
@@ -332,7 +334,7 @@ def publish_step(ctx: dict[str, Any], render_uris: list[str]) -> dict[str, Any]:
     was_live = live_keys(ctx)
     missing = [s.key for s in shards if s.key not in written and s.key not in was_live]
     if missing:
-        raise RuntimeError(f"{len(missing)} shard(s) were never rendered, e.g. {missing[0]}")
+        raise InternalError(f"{len(missing)} shard(s) were never rendered, e.g. {missing[0]}")
     counts = {
         "input_rows": loaded["input_rows"], "rejected": loaded["rejected"],
         "rejected_rows": loaded["rejected_rows"], "dropped_fields": loaded["dropped_fields"],
@@ -356,9 +358,11 @@ def publish_step(ctx: dict[str, Any], render_uris: list[str]) -> dict[str, Any]:
         public_url=ctx["public_url"], generation=ctx["generation"],
         created=datetime.fromisoformat(ctx["run_time"]), counts=counts,
         max_sitemaps_per_index=ctx["limits"]["max_sitemaps_per_index"],
-        save_state=lambda: save_state(planned["planned_uris"], diffed["changes_uris"],
-                                      ctx["work"], ctx["state"], ctx["generation"],
-                                      renumbered(shards)),
+        save_state=lambda: save_state(
+            planned_uris=planned["planned_uris"], shards=shards,
+            diffed_uris=diffed["diffed_uris"], bounds_uri=planned["bounds_uri"],
+            changes_uris=diffed["changes_uris"], work_uri=ctx["work"], state_uri=ctx["state"],
+            generation=ctx["generation"], output_format=ctx["format"]),
         allow_shrink=ctx["allow_shrink"], shrink_threshold=ctx["shrink_threshold"],
         warnings=ctx["warnings"])
     return _summary(ctx, result.manifest, result.published, counts)

@@ -1,10 +1,28 @@
--- planned_rows: every row with its final shard number, in file order.
--- Reads `packed` and `shard_numbers` (group_id, sub, shard, made by pipeline.plan).
--- Parameters: $format ('xml' or 'txt', as in assign_shards).
-SELECT p.section, n.shard, p.url, p.lastmod,
-       CASE WHEN $format = 'txt' THEN p.url || chr(10)
-            ELSE url_line(p.url, p.lastmod, p.changefreq, p.priority, p.ext) END AS line, p.line_bytes, p.fingerprint,
-       p.first_seen, p.last_changed, p.status
-FROM packed p
-JOIN shard_numbers n USING (group_id, sub)
-ORDER BY p.section, n.shard, p.url;
+-- planned_rows: the rows of every plan group that is written this run, in file order:
+-- by group (groups are numbered in section order), then by URL. A group that is
+-- repacked is cut into shards afterwards, at row positions (pipeline.plan), so each
+-- shard is a run of consecutive rows of the part; a group kept as it is, is one shard.
+-- Groups whose shard is already published unchanged (`reused`) are left out: render
+-- skips them and the snapshot takes their rows from the diff (reused_rows).
+-- Reads `assigned` and `shard_groups` (section, base_shard, group_id, reused, made by
+-- pipeline.plan). Parameters: none.
+SELECT
+    g.group_id,
+    a.section,
+    a.url,
+    a.lastmod,
+    a.changefreq,
+    a.priority,
+    a.ext,
+    a.line_bytes,
+    a.row_hash,
+    a.ns,
+    a.changed,
+    a.fingerprint,
+    a.first_seen,
+    a.last_changed
+FROM assigned a
+JOIN shard_groups g
+  ON a.section = g.section AND a.base_shard IS NOT DISTINCT FROM g.base_shard
+WHERE NOT g.reused
+ORDER BY g.group_id, a.url;

@@ -1,5 +1,6 @@
 -- url_line: the macros that render one <url> entry of a sitemap, newline included.
--- Used twice: by assign_shards for its exact byte length, by planned_rows for the file.
+-- render builds each line once, from the planned rows; plan budgets bytes with
+-- url_line_bytes (below), which must agree with it to the byte.
 -- <loc> is escaped only where needed: after normalisation only & and ' can occur,
 -- the other three are escaped anyway as a guard. lastmod is UTC to the second.
 -- ext is the entry's extension XML (images, videos, hreflang links, news), '' if none.
@@ -20,3 +21,27 @@ CREATE OR REPLACE MACRO url_line(url, lastmod, changefreq, priority, ext) AS
                 || '</priority>', '')
     || coalesce(ext, '')
     || '</url>' || chr(10);
+-- url_line_bytes: strlen(url_line(...)) without building the line: plan budgets bytes with
+-- it, render builds the line once and checks the file's size against the plan.
+-- A lastmod of a year outside 1000..9999 is measured by rendering it (never in practice).
+CREATE OR REPLACE MACRO priority_text(p) AS rtrim(rtrim(printf('%.3f', p), '0'), '.');
+CREATE OR REPLACE MACRO xml_escaped_bytes(s) AS
+    CASE
+        WHEN contains(s, '&') OR contains(s, '''') OR contains(s, '<')
+             OR contains(s, '>') OR contains(s, '"')
+        THEN strlen(xml_escape(s))
+        ELSE strlen(s)
+    END;
+CREATE OR REPLACE MACRO url_line_bytes(url, lastmod, changefreq, priority, ext) AS
+    -- '<url><loc>' 10, '</loc>' 6, '</url>' and the newline 7
+    23 + xml_escaped_bytes(url)
+    -- '<lastmod>' 9, the 20-character time, '</lastmod>' 10
+    + CASE WHEN lastmod IS NULL THEN 0
+           WHEN lastmod >= TIMESTAMPTZ '1000-01-01 00:00:00+00'
+                AND lastmod < TIMESTAMPTZ '10000-01-01 00:00:00+00' THEN 39
+           ELSE 19 + strlen(w3c_time(lastmod)) END
+    -- '<changefreq>' 12, '</changefreq>' 13
+    + CASE WHEN changefreq IS NULL THEN 0 ELSE 25 + strlen(changefreq) END
+    -- '<priority>' 10, '</priority>' 11
+    + CASE WHEN priority IS NULL THEN 0 ELSE 21 + strlen(priority_text(priority)) END
+    + coalesce(strlen(ext), 0);

@@ -106,28 +106,41 @@ def test_slices_never_cut_a_kept_shard(inventory: Path, tmp_path: Path) -> None:
     run(_opts(inventory, out, plan_slice_rows=SLICE))
     before = {(s["section"], s["shard"]) for s in
               read_output(str(out), max_urls=LIMITS.max_urls).manifest["sitemaps"]}
-    ctx = steps.begin(_opts(inventory, out, T0 + timedelta(days=1), plan_slice_rows=SLICE))
+    # The same inventory again: a fixed point, every shard reused without reading its rows.
+    info, _, shards = _plan_only(_opts(inventory, out, T0 + timedelta(days=1),
+                                       plan_slice_rows=SLICE))
+    assert info["to_render"] == 0 and info["split"] == 0 and info["merged"] == 0
+    assert {(s.section, s.shard) for s in shards} == before
+    assert all(s.reused for s in shards)
+    # --force plans every row again: each kept shard whole in one part.
+    info, uris, shards = _plan_only(_opts(inventory, out, T0 + timedelta(days=1),
+                                          plan_slice_rows=SLICE, force=True))
+    assert info["split"] == 0 and info["merged"] == 0
+    parts_of: dict[tuple[str, int], int | None] = {}
+    for s in shards:
+        assert (s.section, s.shard) not in parts_of, f"shard {s.uid} is in two slices"
+        assert s.part is not None and s.row_start is not None
+        parts_of[(s.section, s.shard)] = s.part
+    assert set(parts_of) == before  # every shard kept, each whole in one part
+    assert len(uris) > 20  # the larger sections are in several slices
+    parts_of_section: dict[str, set[int | None]] = {}
+    for (section, _), part in parts_of.items():
+        parts_of_section.setdefault(section, set()).add(part)
+    assert max(len(p) for p in parts_of_section.values()) > 1
+    assert [s.part for s in shards] == sorted(s.part or 0 for s in shards)  # file order
+
+
+def _plan_only(opts: RunOptions) -> tuple[dict[str, Any], list[str], list[Shard]]:
+    """Load, diff and plan a run without publishing: the plan's counts, parts and shards."""
+    ctx = steps.begin(opts)
     try:
         steps.load_step(ctx)
         steps.diff_step(ctx)
         info = steps.plan_step(ctx)
         planned = json.loads(storage.open_storage(ctx["work"]).read_bytes("plan.json"))
-        uris = planned["planned_uris"]
-        shards = load_shards(planned["shards_uri"])
+        return info, planned["planned_uris"], load_shards(planned["shards_uri"])
     finally:
         steps.finish(ctx)
-    assert info["to_render"] == 0 and info["split"] == 0
-    parts_of: dict[tuple[str, int], int] = {}
-    for s in shards:
-        assert (s.section, s.shard) not in parts_of, f"shard {s.uid} is in two slices"
-        parts_of[(s.section, s.shard)] = s.part
-    assert set(parts_of) == before  # every shard kept, each whole in one part
-    assert len(uris) > 20  # the larger sections are in several slices
-    parts_of_section: dict[str, set[int]] = {}
-    for (section, _), part in parts_of.items():
-        parts_of_section.setdefault(section, set()).add(part)
-    assert max(len(p) for p in parts_of_section.values()) > 1
-    assert [s.part for s in shards] == sorted(s.part for s in shards)  # file order
 
 
 def test_cut_points() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import duckdb
+import numpy as np
 import pyarrow as pa
 import pytest
 
@@ -144,21 +145,76 @@ def test_url_line_escapes_and_formats(con: duckdb.DuckDBPyConnection) -> None:
         "<url><loc>https://e.com/b</loc><priority>1</priority></url>\n")
 
 
-def test_pack_shards_respects_both_limits(con: duckdb.DuckDBPyConnection) -> None:
-    sizes = [10, 10, 10, 30, 5, 5, 5, 5, 5, 5]
+def test_url_line_bytes_is_the_rendered_length(con: duckdb.DuckDBPyConnection) -> None:
+    """Plan budgets bytes with url_line_bytes; render builds url_line: they must agree."""
+    con.register("rows", pa.table({
+        "url": ["https://e.com/a?x=1&y='2'", "https://e.com/<b>\"", "https://e.com/caf%C3%A9",
+                "https://e.com/é日本", "https://e.com/c"],
+        "lastmod": pa.array([T, None, datetime(1, 1, 1, tzinfo=UTC), T, T],
+                            pa.timestamp("us", tz="UTC")),
+        "changefreq": ["daily", None, "never", "always", None],
+        "priority": [0.5, 1.0, 0.0005, None, 0.123456],
+        "ext": ["<image:image><image:loc>https://e.com/i.png</image:loc></image:image>", "",
+                None, "ü", "&amp;"]}))
+    got = con.sql("SELECT strlen(url_line(url, lastmod, changefreq, priority, ext)), "
+                  "url_line_bytes(url, lastmod, changefreq, priority, ext) FROM rows").fetchall()
+    assert len(got) == 5 and all(rendered == measured for rendered, measured in got), got
+
+
+def test_assigned_rows_and_group_stats(con: duckdb.DuckDBPyConnection) -> None:
+    """Kept URLs keep their shard, a new URL goes to the shard whose range holds it (or the
+    section's first), a new section has none; the sums are the rows' own."""
+    con.register("diffed", pa.table({
+        "url": ["a/1", "a/5", "a/0", "a/7", "b/1"], "section": ["a", "a", "a", "a", "b"],
+        "lastmod": pa.array([T] * 5, pa.timestamp("us", tz="UTC")),
+        "changefreq": [None] * 5, "priority": pa.array([None] * 5, pa.float64()),
+        "ext": ["", "", "", "<xhtml:link rel=\"alternate\" hreflang=\"x\" href=\"a/7\"/>", ""],
+        "fingerprint": ["f"] * 5, "first_seen": pa.array([T] * 5, pa.timestamp("us", tz="UTC")),
+        "last_changed": pa.array([T] * 5, pa.timestamp("us", tz="UTC")),
+        "status": ["unchanged", "unchanged", "added", "added", "added"],
+        "prev_shard": pa.array([0, 3, None, None, None], pa.int32())}))
+    con.register("shard_bounds", pa.table({
+        "section": ["a", "a"], "shard": pa.array([0, 3], pa.int32()), "lower": ["a/1", "a/5"],
+        "upper": ["a/4", "a/6"], "urls": [1, 1]}))
+    con.sql(sql.load_sql("assigned_rows"), params={"format": "xml"}).create_view("assigned")
+    got = con.sql("SELECT url, base_shard, ns, changed, line_bytes = strlen(url_line(url, "
+                  "lastmod, changefreq, priority, ext)) FROM assigned ORDER BY url").fetchall()
+    assert got == [("a/0", 0, 0, True, True), ("a/1", 0, 0, False, True),
+                   ("a/5", 3, 0, False, True), ("a/7", 3, 8, True, True),
+                   ("b/1", None, 0, True, True)]
+    stats = con.sql(sql.load_sql("group_stats")).fetchall()
+    assert [(r[0], r[1], r[2], r[7], r[8]) for r in stats] == [
+        ("a", 0, 2, 0, 1), ("a", 3, 2, 8, 1), ("b", None, 1, 0, 1)]
+    hashes = dict(con.sql("SELECT url, row_hash FROM assigned").fetchall())
+    assert stats[0][5] == hashes["a/0"] ^ hashes["a/1"]
+
+
+def test_planned_rows_leave_out_reused_groups_in_file_order(
+        con: duckdb.DuckDBPyConnection) -> None:
     con.register("assigned", pa.table({
-        "url": [f"u{i:02d}" for i in range(len(sizes))], "section": ["s"] * len(sizes),
-        "line_bytes": sizes, "base_shard": pa.nulls(len(sizes), pa.int32()),
-    }))
-    budget, max_line, max_urls = 40, 30, 4
+        "url": ["a/2", "a/1", "a/9", "b/1", "a/3"], "section": ["a", "a", "a", "b", "a"],
+        "base_shard": pa.array([0, 0, 1, None, 2], pa.int32()),
+        **{c: [None] * 5 for c in ("lastmod", "changefreq", "priority", "ext", "fingerprint",
+                                   "first_seen", "last_changed")},
+        "line_bytes": [1] * 5, "row_hash": [1] * 5, "ns": [0] * 5, "changed": [True] * 5}))
     con.register("shard_groups", pa.table({
-        "section": ["s"], "base_shard": pa.array([None], pa.int32()), "group_id": [0],
-        "repack": [True], "fill_urls": [max_urls], "fill_bytes": [budget - max_line + 1]}))
-    con.execute(sql.load_sql("pack_shards"))
-    subs = con.sql("SELECT sub, count(*), sum(line_bytes) FROM packed GROUP BY sub "
-                   "ORDER BY sub").fetchall()
-    assert all(n <= max_urls and b <= budget for _, n, b in subs)
-    assert sum(n for _, n, _ in subs) == len(sizes)
+        "section": ["a", "a", "a", "b"], "base_shard": pa.array([0, 1, 2, None], pa.int32()),
+        "group_id": [0, 1, 1, 2], "reused": [False, True, True, False]}))
+    got = con.sql(sql.load_sql("planned_rows")).fetchall()
+    assert [(r[0], r[2]) for r in got] == [(0, "a/1"), (0, "a/2"), (2, "b/1")]
+
+
+def test_pack_subs_cuts_by_count_and_bytes() -> None:
+    """A hand-worked example: 3 URLs or 25 bytes (budget less the longest line) a bucket."""
+    from pipeline.plan import pack_subs
+
+    sizes = np.array([10, 10, 10, 10, 10, 5, 5, 5])
+    # cumulative bytes 10 20 30 40 50 55 60 65 -> byte buckets 0 0 1 1 1 2 2 2;
+    # count buckets 0 0 0 1 1 1 2 2; a shard for each distinct pair
+    assert pack_subs(sizes, fill_urls=3, fill_bytes=25) == [0, 2, 3, 5, 6]
+    assert pack_subs(sizes, fill_urls=100, fill_bytes=1000) == [0]
+    assert pack_subs(sizes, fill_urls=1, fill_bytes=1000) == list(range(8))
+    assert pack_subs(np.array([], dtype=np.int64), 3, 25) == []
 
 
 def test_slice_shard_bounds_keeps_the_slice_sections(con: duckdb.DuckDBPyConnection) -> None:
@@ -171,25 +227,3 @@ def test_slice_shard_bounds_keeps_the_slice_sections(con: duckdb.DuckDBPyConnect
                   "ORDER BY ALL").fetchall()
     assert got == [("a", 0, "a/1", "a/4", 4), ("a", 1, "a/5", "a/9", 5),
                    ("c", 4, "c/1", "c/9", 9)]
-
-
-def test_snapshot_rows_get_final_shard_numbers(con: duckdb.DuckDBPyConnection) -> None:
-    from pipeline.diff import SNAPSHOT_COLUMNS
-
-    late = 3 << 32  # a provisional number: a new shard of a section's later plan slice
-    con.register("planned", pa.table({
-        "section": ["a", "a", "a", "b", "b"],
-        "shard": pa.array([0, late, late + 1, late, 2], pa.int64()),
-        "url": ["a/1", "a/2", "a/3", "b/1", "b/2"], "line": ["x"] * 5,
-        "fingerprint": ["f"] * 5, "lastmod": pa.array([T] * 5, pa.timestamp("s", tz="UTC")),
-        "first_seen": pa.array([T] * 5, pa.timestamp("s", tz="UTC")),
-        "last_changed": pa.array([T] * 5, pa.timestamp("s", tz="UTC")), "status": ["added"] * 5}))
-    con.register("renumbered", pa.table({
-        "section": ["a", "a", "b"], "planned_shard": pa.array([late, late + 1, late], pa.int64()),
-        "shard": pa.array([7, 8, 3], pa.int32())}))
-    rel = con.sql(sql.load_sql("snapshot_rows"))
-    assert tuple(rel.columns) == SNAPSHOT_COLUMNS
-    assert str(dict(zip(rel.columns, rel.types, strict=True))["shard"]) == "INTEGER"
-    got = sorted((r[0], r[1], r[2]) for r in rel.fetchall())
-    assert got == [("a/1", "a", 0), ("a/2", "a", 7), ("a/3", "a", 8), ("b/1", "b", 3),
-                   ("b/2", "b", 2)]

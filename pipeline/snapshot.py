@@ -1,0 +1,108 @@
+"""The generation's snapshot: what the next run's diff and plan need of this one.
+
+One row per published URL (SNAPSHOT_COLUMNS), with its final shard number. It is
+written from two sources, streamed into one Parquet file: the planned parts (each
+shard's rows are a run of consecutive rows of its part, so the shard numbers are
+the shards' numbers repeated over their row ranges; nothing is joined), and, for the
+shards kept as they are published (whose rows are in no part), the diffed rows
+that the plan assigned to them (sql/reused_rows.sql).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pipeline import sql, storage
+from pipeline.diff import SNAPSHOT_COLUMNS
+from pipeline.load import local_output, register_parquet
+from pipeline.parquet import open_parquet
+from pipeline.plan import Shard
+
+#: The snapshot's columns and types.
+SNAPSHOT_SCHEMA = pa.schema([
+    ("url", pa.string()), ("section", pa.string()), ("shard", pa.int32()),
+    ("fingerprint", pa.string()), ("lastmod", pa.timestamp("us", tz="UTC")),
+    ("first_seen", pa.timestamp("us", tz="UTC")), ("last_changed", pa.timestamp("us", tz="UTC")),
+])
+assert tuple(SNAPSHOT_SCHEMA.names) == SNAPSHOT_COLUMNS
+_PART_COLUMNS = [c for c in SNAPSHOT_COLUMNS if c != "shard"]
+
+
+def write_snapshot(store: storage.Storage, key: str, *, planned_uris: Sequence[str],
+                   shards: Sequence[Shard], diffed_uris: Sequence[str], bounds_uri: str,
+                   output_format: str) -> int:
+    """Write the snapshot to `key` of `store` (zstd); returns its row count."""
+    rows = 0
+    with local_output(store, key) as path, pq.ParquetWriter(
+            str(path), SNAPSHOT_SCHEMA, compression="zstd") as writer:
+        for part, uri in enumerate(planned_uris):
+            in_part = sorted((s for s in shards if s.part == part), key=lambda s: s.row_start or 0)
+            numbers = np.repeat(np.array([s.shard for s in in_part], dtype=np.int32),
+                                [s.urls for s in in_part])
+            offset = 0
+            for batch in open_parquet(uri).iter_batches(columns=_PART_COLUMNS):
+                shard = pa.array(numbers[offset:offset + batch.num_rows], pa.int32())
+                offset += batch.num_rows
+                writer.write_batch(_conform(batch, shard))
+            rows += offset
+        reused = [s for s in shards if s.reused]
+        if reused:
+            con = sql.connect()
+            register_parquet(con, "diffed", list(diffed_uris))
+            register_parquet(con, "shard_bounds", [bounds_uri])
+            con.sql(sql.load_sql("assigned_rows"), params={"format": output_format}).create_view(
+                "assigned")
+            con.register("reused_shards", pa.table({
+                "section": pa.array([s.section for s in reused], pa.string()),
+                "shard": pa.array([s.shard for s in reused], pa.int32())}))
+            for batch in con.sql(sql.load_sql("reused_rows")).to_arrow_reader(65_536):
+                writer.write_batch(_conform(batch, batch.column("shard")))
+                rows += batch.num_rows
+    return rows
+
+
+def _conform(batch: pa.RecordBatch, shard: pa.Array) -> pa.RecordBatch:
+    columns = [shard.cast(pa.int32()) if name == "shard"
+               else batch.column(name).cast(SNAPSHOT_SCHEMA.field(name).type)
+               for name in SNAPSHOT_COLUMNS]
+    return pa.RecordBatch.from_arrays(columns, schema=SNAPSHOT_SCHEMA)
+
+
+def save_state(*, planned_uris: Sequence[str], shards: Sequence[Shard], diffed_uris: Sequence[str],
+               bounds_uri: str, changes_uris: Sequence[str], work_uri: str, state_uri: str,
+               generation: str, output_format: str) -> dict[str, str]:
+    """Store the generation's snapshot, rejects and changes under the state prefix.
+
+    The changes go to the state as one `changes.parquet`, whatever the number of diff
+    partitions (the feed, IndexNow and the manifest's `state.changes` read one file):
+    one part is uploaded as it is, several are written together into one file.
+    """
+    from pipeline.diff import CHANGES_KEY
+    from pipeline.load import REJECTS_KEY, write_parquet
+
+    state = storage.open_storage(state_uri)
+    work = storage.open_storage(work_uri)
+    prefix = f"generations/{generation}"
+    snapshot_key = f"{prefix}/snapshot.parquet"
+    write_snapshot(state, snapshot_key, planned_uris=planned_uris, shards=shards,
+                   diffed_uris=diffed_uris, bounds_uri=bounds_uri, output_format=output_format)
+    files = {"snapshot": state.uri(snapshot_key)}
+    with work.local_path(REJECTS_KEY) as path:
+        state.upload_file(path, f"{prefix}/{REJECTS_KEY}")
+    files["rejects"] = state.uri(f"{prefix}/{REJECTS_KEY}")
+    changes = f"{prefix}/{CHANGES_KEY}"
+    if len(changes_uris) == 1:
+        root, _, key = changes_uris[0].rpartition("/")
+        with storage.open_storage(root).local_path(key) as path:
+            state.upload_file(path, changes)
+        files["changes"] = state.uri(changes)
+    else:
+        con = sql.connect()
+        register_parquet(con, "changes_parts", list(changes_uris))
+        files["changes"] = write_parquet(con.sql("SELECT url, change, lastmod FROM changes_parts"),
+                                         state, changes, compression="zstd")
+    return files
