@@ -51,8 +51,9 @@ SNAPSHOT_COLUMNS = ("url", "section", "shard", "fingerprint", "lastmod", "first_
                     "last_changed")
 _EMPTY_SNAPSHOT = (
     "SELECT NULL::VARCHAR AS url, NULL::VARCHAR AS section, NULL::INTEGER AS shard, "
-    "NULL::VARCHAR AS fingerprint, NULL::TIMESTAMPTZ AS lastmod, "
-    "NULL::TIMESTAMPTZ AS first_seen, NULL::TIMESTAMPTZ AS last_changed WHERE false"
+    "NULL::UBIGINT AS fingerprint, NULL::TIMESTAMPTZ AS lastmod, "
+    "NULL::TIMESTAMPTZ AS first_seen, NULL::TIMESTAMPTZ AS last_changed, "
+    "NULL::VARCHAR AS legacy_fingerprint WHERE false"
 )
 _COUNTS = ("added", "changed", "unchanged", "removed", "lastmod_clamped", "news_articles")
 
@@ -97,11 +98,21 @@ def check_partition(partition: int, partitions: int) -> None:
 
 def register_snapshot(con: duckdb.DuckDBPyConnection, snapshot_uri: str | None,
                       name: str = "previous_rows") -> None:
-    """The view `name` (default `previous_rows`): the snapshot at `snapshot_uri`, or an empty one."""
-    if snapshot_uri:
-        register_parquet(con, name, [snapshot_uri])
-    else:
+    """The view `name` (default `previous_rows`): the snapshot at `snapshot_uri`, or an
+    empty one. Its `fingerprint` is a 64-bit hash; a snapshot of an earlier version holds
+    md5 hex strings instead, which the view gives as `legacy_fingerprint` (diff_rows)."""
+    if not snapshot_uri:
         con.sql(_EMPTY_SNAPSHOT).create_view(name, replace=True)
+        return
+    register_parquet(con, f"{name}_file", [snapshot_uri])
+    rel = con.sql(f"SELECT * FROM {name}_file")
+    types = {c: str(t).upper() for c, t in zip(rel.columns, rel.types, strict=True)}
+    if types.get("fingerprint") == "VARCHAR":
+        rel = con.sql(f"SELECT * EXCLUDE (fingerprint), NULL::UBIGINT AS fingerprint, "
+                      f"fingerprint AS legacy_fingerprint FROM {name}_file")
+    else:
+        rel = con.sql(f"SELECT *, NULL::VARCHAR AS legacy_fingerprint FROM {name}_file")
+    rel.create_view(name, replace=True)
 
 
 def register_partition(con: duckdb.DuckDBPyConnection, valid_uri: str, snapshot_uri: str | None,

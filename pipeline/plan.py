@@ -508,8 +508,8 @@ def _plan_slice(con: duckdb.DuckDBPyConnection, work: storage.Storage, part: int
     groups, split, merged = _groups([row[:5] for row in stats], limits, first_run=first_run)
     # A group that keeps one base shard as it is: its key from the sums alone.
     reused: dict[int, Shard] = {}
-    for g, (section, base, urls, body, _, xor, lastmod, ns, changed) in zip(groups, stats,
-                                                                           strict=True):
+    for g, (section, base, urls, body, _, xor, lastmod, ns, changed, *_) in zip(
+            groups, stats, strict=True):
         if g["repack"] or g["merged"] or base is None:
             continue
         if any(h["group_id"] == g["group_id"] and h is not g for h in groups):
@@ -523,6 +523,7 @@ def _plan_slice(con: duckdb.DuckDBPyConnection, work: storage.Storage, part: int
         "base_shard": pa.array([g["base_shard"] for g in groups], pa.int32()),
         "group_id": pa.array([g["group_id"] for g in groups], pa.int64()),
         "reused": pa.array([g["group_id"] in reused for g in groups], pa.bool_()),
+        "skip": pa.array(_common_prefixes(groups, stats), pa.int64()),
     })
     con.register("shard_groups", group_table)
     # The rows go to Parquet in file order straight from the sort, never into a table.
@@ -559,6 +560,25 @@ def _plan_slice(con: duckdb.DuckDBPyConnection, work: storage.Storage, part: int
     shards += reused.values()
     shards.sort(key=lambda s: (s.section, s.row_start is None, s.row_start or 0, s.shard))
     return shards, split, merged
+
+
+def _common_prefixes(groups: list[dict[str, Any]], stats: list[tuple[Any, ...]]) -> list[int]:
+    """Per base shard row: the length of the prefix every URL of its group shares (the
+    common prefix of the group's smallest and largest URL), which the sort can skip."""
+    lo: dict[int, str] = {}
+    hi: dict[int, str] = {}
+    for g, row in zip(groups, stats, strict=True):
+        gid = g["group_id"]
+        lo[gid] = min(lo.get(gid, row[9]), row[9])
+        hi[gid] = max(hi.get(gid, row[10]), row[10])
+    return [_ascii_prefix_length(lo[g["group_id"]], hi[g["group_id"]]) for g in groups]
+
+
+def _ascii_prefix_length(a: str, b: str) -> int:
+    """Characters of the common prefix of a and b, up to the first non-ASCII one (where
+    DuckDB's and Python's character counts could differ; normalised URLs are ASCII)."""
+    prefix = os.path.commonprefix([a, b])
+    return next((i for i, c in enumerate(prefix) if ord(c) > 127), len(prefix))
 
 
 #: The namespace flags of assigned_rows' `ns` column, in bit order.

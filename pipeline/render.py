@@ -151,7 +151,7 @@ def render(planned_uris: list[str] | str, shards: list[Shard], out_uri: str, *,
         progress.step("render")
         out = storage.open_storage(out_uri)
         counter = _Counter(len(todo), progress)
-        con = sql.connect()
+        con = sql.connect(ordered=True)  # lines in the order of their rows
         for part, uri in enumerate(uris):
             in_part = sorted((s for s in shards if s.part == part),
                              key=lambda s: s.row_start or 0)

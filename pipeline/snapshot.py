@@ -25,7 +25,7 @@ from pipeline.plan import Shard
 #: The snapshot's columns and types.
 SNAPSHOT_SCHEMA = pa.schema([
     ("url", pa.string()), ("section", pa.string()), ("shard", pa.int32()),
-    ("fingerprint", pa.string()), ("lastmod", pa.timestamp("us", tz="UTC")),
+    ("fingerprint", pa.uint64()), ("lastmod", pa.timestamp("us", tz="UTC")),
     ("first_seen", pa.timestamp("us", tz="UTC")), ("last_changed", pa.timestamp("us", tz="UTC")),
 ])
 assert tuple(SNAPSHOT_SCHEMA.names) == SNAPSHOT_COLUMNS

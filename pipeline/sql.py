@@ -45,12 +45,16 @@ def load_sql(name: str) -> str:
 
 
 def connect(memory_limit: str | None = None, threads: int | None = None,
-            temp_dir: str | None = None) -> duckdb.DuckDBPyConnection:
-    """An in-memory DuckDB with a memory limit, UTC, and a spill folder."""
+            temp_dir: str | None = None, ordered: bool = False) -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB with a memory limit, UTC, and a spill folder.
+
+    `ordered`: results of a query without ORDER BY come in the order of its input (render
+    needs it); without, DuckDB may reorder them, which streams writes with less memory.
+    """
     con = duckdb.connect(config={"allow_unsigned_extensions": False})
     con.execute(f"SET memory_limit = '{memory_limit or DEFAULT_MEMORY_LIMIT}'")
     con.execute("SET TimeZone = 'UTC'")
-    con.execute("SET preserve_insertion_order = true")
+    con.execute(f"SET preserve_insertion_order = {str(ordered).lower()}")
     # DuckDB's own progress bar shows a long statement's progress, on a terminal only.
     con.execute(f"SET enable_progress_bar = {str(sys.stderr.isatty()).lower()}")
     if threads:

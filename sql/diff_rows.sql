@@ -1,8 +1,12 @@
 -- diff_rows: each valid row against the last published snapshot, with its truthful lastmod.
 -- Reads the views `current_rows` (valid rows of this run) and `previous_rows` (the
 -- live generation's snapshot; empty on a first run).
--- fingerprint: md5 of content_hash (or, without one, of the sitemap payload: url,
--- changefreq, priority) and the inventory's own lastmod, so either changing counts.
+-- fingerprint: a 64-bit hash of content_hash (or, without one, of the sitemap payload:
+-- url, changefreq, priority, extensions) and the inventory's own lastmod to the second,
+-- so either changing counts. A snapshot written before fingerprints were hashes holds
+-- md5 hex strings (previous_rows.legacy_fingerprint, pipeline.diff.register_snapshot):
+-- those rows are compared by the md5 of the same payload, once, and the new snapshot
+-- stores hashes.
 -- lastmod: the inventory's value where given (one in the future is clamped to
 -- $run_time and flagged); otherwise the time the fingerprint last changed, which
 -- is $run_time for an added or changed row and the previous lastmod for an
@@ -16,9 +20,10 @@
 WITH cur AS (
     SELECT
         *,
-        md5(concat_ws('|',
-            coalesce(content_hash, concat_ws('|', url, changefreq, priority::VARCHAR, ext_xml)),
-            strftime(lastmod, '%Y-%m-%dT%H:%M:%S'))) AS fingerprint,
+        CASE WHEN content_hash IS NOT NULL
+             THEN hash('content_hash', content_hash, date_trunc('second', lastmod))
+             ELSE hash('payload', url, changefreq, priority, ext_xml, date_trunc('second', lastmod))
+        END AS fingerprint,
         coalesce(lastmod > $run_time, false) AS lastmod_clamped,
         CASE WHEN $with_news AND news_date BETWEEN $run_time - to_days($news_max_age_days) AND $run_time
                   AND news_name IS NOT NULL AND news_language IS NOT NULL
@@ -36,6 +41,12 @@ joined AS (
         c.*,
         p.url IS NOT NULL AS seen_before,
         p.fingerprint AS prev_fingerprint,
+        CASE WHEN p.legacy_fingerprint IS NOT NULL
+             THEN p.legacy_fingerprint <> md5(concat_ws('|',
+                 coalesce(c.content_hash,
+                          concat_ws('|', c.url, c.changefreq, c.priority::VARCHAR, c.ext_xml)),
+                 strftime(c.lastmod, '%Y-%m-%dT%H:%M:%S')))
+        END AS legacy_changed,
         p.lastmod AS prev_lastmod,
         p.first_seen AS prev_first_seen,
         p.last_changed AS prev_last_changed,
@@ -48,7 +59,7 @@ classified AS (
         *,
         CASE
             WHEN NOT seen_before THEN 'added'
-            WHEN prev_fingerprint <> fingerprint THEN 'changed'
+            WHEN coalesce(legacy_changed, prev_fingerprint <> fingerprint) THEN 'changed'
             ELSE 'unchanged'
         END AS status
     FROM joined

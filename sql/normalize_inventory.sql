@@ -34,7 +34,8 @@ checked_length AS (
 )
 SELECT
     row_id,
-    url AS original_url,
+    -- kept only where it differs from the URL published (rejected or normalised rows)
+    CASE WHEN checked_url IS DISTINCT FROM url THEN url END AS original_url,
     CASE WHEN NOT starts_with(checked_url, '!') THEN checked_url END AS url,
     CASE WHEN starts_with(checked_url, '!') THEN substr(checked_url, 2) END AS reason,
     lastmod,

@@ -4,7 +4,7 @@
 -- shard is a run of consecutive rows of the part; a group kept as it is, is one shard.
 -- Groups whose shard is already published unchanged (`reused`) are left out: render
 -- skips them and the snapshot takes their rows from the diff (reused_rows).
--- Reads `assigned` and `shard_groups` (section, base_shard, group_id, reused, made by
+-- Reads `assigned` and `shard_groups` (section, base_shard, group_id, reused, skip, made by
 -- pipeline.plan). Parameters: none.
 SELECT
     g.group_id,
@@ -25,4 +25,6 @@ FROM assigned a
 JOIN shard_groups g
   ON a.section = g.section AND a.base_shard IS NOT DISTINCT FROM g.base_shard
 WHERE NOT g.reused
-ORDER BY g.group_id, a.url;
+-- The URLs of a group share their first g.skip characters: comparing what follows them
+-- orders them the same, and much faster (DuckDB's sort keys begin with a string's prefix).
+ORDER BY g.group_id, substr(a.url, g.skip + 1);

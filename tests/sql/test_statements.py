@@ -61,7 +61,8 @@ def test_valid_rows_sections(con: duckdb.DuckDBPyConnection) -> None:
     assert got2[p + "a/b/c"] == "a-b" and got2[p + "product/1"] == "root"
 
 
-def test_diff_rows_lastmod_rules(con: duckdb.DuckDBPyConnection) -> None:
+@pytest.mark.parametrize("legacy", [False, True], ids=["hashes", "md5-snapshot"])
+def test_diff_rows_lastmod_rules(con: duckdb.DuckDBPyConnection, legacy: bool) -> None:
     future = datetime(2030, 1, 1, tzinfo=UTC)
     inv_lastmod = datetime(2026, 11, 15, 12, 30, 45, tzinfo=UTC)
     con.register("current_rows", pa.table({
@@ -80,11 +81,20 @@ def test_diff_rows_lastmod_rules(con: duckdb.DuckDBPyConnection) -> None:
                          ("news_language", pa.string()),
                          ("news_date", pa.timestamp("s", tz="UTC")),
                          ("news_title", pa.string())])))
-    fp = {u: con.sql("SELECT md5(concat_ws('|', $h, NULL))", params={"h": h}).fetchall()[0][0]
-          for u, h in [("same", "a"), ("changed", "b1")]}
+    if legacy:  # a snapshot of an earlier version: md5 hex strings
+        fp = {u: con.sql("SELECT md5(concat_ws('|', $h, NULL))", params={"h": h}).fetchall()[0][0]
+              for u, h in [("same", "a"), ("changed", "b1")]}
+        prints = {"fingerprint": pa.nulls(3, pa.uint64()),
+                  "legacy_fingerprint": [fp["same"], fp["changed"], "x"]}
+    else:
+        fp = {u: con.sql("SELECT hash('content_hash', $h, NULL::TIMESTAMPTZ)",
+                         params={"h": h}).fetchall()[0][0]
+              for u, h in [("same", "a"), ("changed", "b1")]}
+        prints = {"fingerprint": pa.array([fp["same"], fp["changed"], 7], pa.uint64()),
+                  "legacy_fingerprint": pa.nulls(3, pa.string())}
     con.register("previous_rows", pa.table({
         "url": ["same", "changed", "gone"], "section": ["s"] * 3, "shard": [0, 0, 0],
-        "fingerprint": [fp["same"], fp["changed"], "x"],
+        **prints,
         "lastmod": [EARLIER] * 3, "first_seen": [EARLIER] * 3, "last_changed": [EARLIER] * 3,
     }))
     con.sql(sql.load_sql("diff_rows"), params={
@@ -199,7 +209,8 @@ def test_planned_rows_leave_out_reused_groups_in_file_order(
         "line_bytes": [1] * 5, "row_hash": [1] * 5, "ns": [0] * 5, "changed": [True] * 5}))
     con.register("shard_groups", pa.table({
         "section": ["a", "a", "a", "b"], "base_shard": pa.array([0, 1, 2, None], pa.int32()),
-        "group_id": [0, 1, 1, 2], "reused": [False, True, True, False]}))
+        "group_id": [0, 1, 1, 2], "reused": [False, True, True, False],
+        "skip": [2, 2, 2, 2]}))
     got = con.sql(sql.load_sql("planned_rows")).fetchall()
     assert [(r[0], r[2]) for r in got] == [(0, "a/1"), (0, "a/2"), (2, "b/1")]
 
