@@ -248,26 +248,28 @@ def recent_generations(out_uri: str, live: dict[str, Any], *, days: float, now: 
 
 def feed_entries(generations: list[tuple[str, datetime, str]], max_entries: int
                  ) -> list[tuple[str, str, str]]:
-    """(url, change, updated) of sql/feed_entries.sql over the generations' changes files."""
-    import pyarrow as pa
-
+    """(url, change, updated) of the generations' changes files (newest first): each
+    generation's newest entries (sql/feed_entries.sql) until `max_entries` are found."""
     from pipeline.load import register_parquet
 
     con = sql.connect()
-    selects = []
-    for rank, (_, _, uri) in enumerate(generations):
-        name = f"feed_changes_{rank}"  # names and ranks are code constants, never input
-        register_parquet(con, name, [uri])
-        selects.append(f"SELECT url, change, lastmod::TIMESTAMPTZ AS lastmod, "
-                       f"{rank}::INTEGER AS gen_rank FROM {name}")
-    con.execute("CREATE VIEW feed_changes AS " + (" UNION ALL ".join(selects) or (
-        "SELECT NULL::VARCHAR AS url, NULL::VARCHAR AS change, NULL::TIMESTAMPTZ AS lastmod, "
-        "NULL::INTEGER AS gen_rank WHERE false")))
-    con.register("feed_generations", pa.table({
-        "gen_rank": pa.array(range(len(generations)), pa.int32()),
-        "created": pa.array([c for _, c, _ in generations], pa.timestamp("s", tz="UTC"))}))
-    rows = con.execute(sql.load_sql("feed_entries"), {"limit": max_entries}).fetchall()
-    return [(str(u), str(c), str(t)) for u, c, t in rows]
+    rows: list[tuple[str, str, str]] = []
+    newer: list[str] = []
+    for _, created, uri in generations:
+        if len(rows) >= max_entries:
+            break
+        register_parquet(con, "feed_generation", [uri])
+        if newer:
+            register_parquet(con, "feed_newer_files", newer)
+            con.sql("SELECT url FROM feed_newer_files").create_view("feed_newer", replace=True)
+        else:
+            con.sql("SELECT NULL::VARCHAR AS url WHERE false").create_view(
+                "feed_newer", replace=True)
+        found = con.execute(sql.load_sql("feed_entries"), {
+            "created": created, "limit": max_entries - len(rows)}).fetchall()
+        rows += [(str(u), str(c), str(t)) for u, c, t in found]
+        newer.append(uri)
+    return rows
 
 
 def atom_feed(*, feed_url: str, site_url: str, updated: str,

@@ -1,20 +1,18 @@
--- feed_entries: the entries of the recent-changes feed, newest change first.
--- Reads `feed_changes` (url, change, lastmod, gen_rank: 0 for the newest generation,
--- 1 for the one before, ...) and `feed_generations` (gen_rank, created).
--- A URL changed in several generations appears once, as of its newest change; a URL
--- whose newest change is its removal does not appear at all. `updated` is the URL's
--- lastmod in W3C datetime (UTC), or its generation's time when it has none.
--- Parameters: $limit (entries returned at most).
-WITH newest AS (
-    SELECT url, change, lastmod, gen_rank
-    FROM feed_changes
-    QUALIFY row_number() OVER (PARTITION BY url
-                               ORDER BY gen_rank, lastmod DESC NULLS LAST) = 1
-)
-SELECT n.url, n.change,
-       strftime(coalesce(n.lastmod, g.created), '%Y-%m-%dT%H:%M:%SZ') AS updated
-FROM newest AS n
-JOIN feed_generations AS g USING (gen_rank)
-WHERE n.change IN ('added', 'changed')
-ORDER BY n.gen_rank, coalesce(n.lastmod, g.created) DESC, n.url
+-- feed_entries: one generation's entries of the recent-changes feed, newest change first.
+-- pipeline.notify.feed_entries asks the generations newest first, each for the entries
+-- still missing, so the feed costs a top-N of each generation's changes, never a sort of
+-- them all. A URL changed in several generations appears once, as of its newest change:
+-- a URL that a newer generation lists (added, changed or removed) is left out here, so a
+-- URL whose newest change is its removal does not appear at all. `updated` is the URL's
+-- lastmod in W3C datetime (UTC), or the generation's time when it has none.
+-- Reads `feed_generation` (url, change, lastmod: this generation's changes) and
+-- `feed_newer` (url: every URL the newer generations changed).
+-- Parameters: $created (the generation's time), $limit (entries returned at most).
+SELECT c.url, c.change,
+       strftime(coalesce(c.lastmod::TIMESTAMPTZ, $created::TIMESTAMPTZ), '%Y-%m-%dT%H:%M:%SZ')
+           AS updated
+FROM feed_generation AS c
+ANTI JOIN feed_newer AS n USING (url)
+WHERE c.change IN ('added', 'changed')
+ORDER BY coalesce(c.lastmod::TIMESTAMPTZ, $created::TIMESTAMPTZ) DESC, c.url
 LIMIT $limit;

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 
 import duckdb
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from lxml import etree
 
 from pipeline import sql
-from pipeline.notify import ATOM_NS, atom_feed
+from pipeline.notify import ATOM_NS, atom_feed, feed_entries
 
 T = [datetime(2026, 12, d, 3, 0, tzinfo=UTC) for d in (3, 2, 1)]  # gen_rank 0, 1, 2
 TS = pa.timestamp("s", tz="UTC")
@@ -21,7 +23,7 @@ def con() -> duckdb.DuckDBPyConnection:
     return sql.connect(memory_limit="256MB", threads=1)
 
 
-def test_newest_change_wins_and_removed_drop_out(con: duckdb.DuckDBPyConnection) -> None:
+def test_newest_change_wins_and_removed_drop_out(tmp_path: Path) -> None:
     rows = [  # url, change, lastmod, gen_rank
         ("u/a", "changed", T[0], 0), ("u/a", "added", T[2], 2),   # newest: changed
         ("u/b", "removed", None, 0), ("u/b", "added", T[1], 1),   # newest: removed
@@ -29,18 +31,20 @@ def test_newest_change_wins_and_removed_drop_out(con: duckdb.DuckDBPyConnection)
         ("u/d", "changed", None, 2),                              # no lastmod: gen time
         ("u/e", "added", T[1], 1),
     ]
-    con.register("feed_changes", pa.table({
-        "url": [r[0] for r in rows], "change": [r[1] for r in rows],
-        "lastmod": pa.array([r[2] for r in rows], TS),
-        "gen_rank": pa.array([r[3] for r in rows], pa.int32())}))
-    con.register("feed_generations", pa.table({"gen_rank": pa.array([0, 1, 2], pa.int32()),
-                                               "created": pa.array(T, TS)}))
-    got = con.execute(sql.load_sql("feed_entries"), {"limit": 100}).fetchall()
+    generations = []
+    for rank in range(3):
+        mine = [r for r in rows if r[3] == rank]
+        path = tmp_path / f"changes-{rank}.parquet"
+        pq.write_table(pa.table({"url": [r[0] for r in mine], "change": [r[1] for r in mine],
+                                 "lastmod": pa.array([r[2] for r in mine], TS)}), path)
+        generations.append((f"g{rank}", T[rank], str(path)))
+    got = feed_entries(generations, 100)
     assert got == [("u/a", "changed", "2026-12-03T03:00:00Z"),
                    ("u/e", "added", "2026-12-02T03:00:00Z"),
                    ("u/c", "added", "2026-11-20T00:00:00Z"),
                    ("u/d", "changed", "2026-12-01T03:00:00Z")]
-    assert len(con.execute(sql.load_sql("feed_entries"), {"limit": 2}).fetchall()) == 2
+    assert feed_entries(generations, 2) == got[:2]
+    assert feed_entries(generations, 3) == got[:3]
 
 
 def test_indexnow_urls_lists_every_change_once(con: duckdb.DuckDBPyConnection) -> None:
