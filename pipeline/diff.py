@@ -29,7 +29,7 @@ import duckdb
 from pipeline import sql, storage
 from pipeline.errors import ConfigError
 from pipeline.extensions import NEWS_MAX_AGE_DAYS, NEWS_SECTION
-from pipeline.load import register_parquet, write_parquet
+from pipeline.load import ValidRows, register_parquet, register_valid, write_parquet
 
 log = logging.getLogger(__name__)
 
@@ -115,15 +115,15 @@ def register_snapshot(con: duckdb.DuckDBPyConnection, snapshot_uri: str | None,
     rel.create_view(name, replace=True)
 
 
-def register_partition(con: duckdb.DuckDBPyConnection, valid_uri: str, snapshot_uri: str | None,
+def register_partition(con: duckdb.DuckDBPyConnection, valid: ValidRows, snapshot_uri: str | None,
                        partition: int = 0, partitions: int = 1) -> None:
     """The views `current_rows` and `previous_rows`: both sides of one partition's join."""
     check_partition(partition, partitions)
     if partitions == 1:
-        register_parquet(con, "current_rows", [valid_uri])
+        register_valid(con, "current_rows", valid)
         register_snapshot(con, snapshot_uri)
         return
-    register_parquet(con, "current_all", [valid_uri])
+    register_valid(con, "current_all", valid)
     register_snapshot(con, snapshot_uri, name="previous_all")
     params = {"partition": partition, "partitions": partitions}
     con.sql(sql.load_sql("current_partition"), params=params).create_view(
@@ -132,17 +132,17 @@ def register_partition(con: duckdb.DuckDBPyConnection, valid_uri: str, snapshot_
         "previous_rows", replace=True)
 
 
-def diff_relation(con: duckdb.DuckDBPyConnection, valid_uri: str, snapshot_uri: str | None,
+def diff_relation(con: duckdb.DuckDBPyConnection, valid: ValidRows, snapshot_uri: str | None,
                   run_time: datetime, with_news: bool = True, partition: int = 0,
                   partitions: int = 1) -> duckdb.DuckDBPyRelation:
     """The diffed rows of one partition (sql/diff_rows.sql) as a relation, not yet run."""
-    register_partition(con, valid_uri, snapshot_uri, partition, partitions)
+    register_partition(con, valid, snapshot_uri, partition, partitions)
     return con.sql(sql.load_sql("diff_rows"), params={
         "run_time": run_time, "news_section": NEWS_SECTION,
         "news_max_age_days": NEWS_MAX_AGE_DAYS, "with_news": with_news})
 
 
-def diff(valid_uri: str, snapshot_uri: str | None, run_time: datetime, work_uri: str, *,
+def diff(valid: ValidRows, snapshot_uri: str | None, run_time: datetime, work_uri: str, *,
          with_news: bool = True, con: duckdb.DuckDBPyConnection | None = None,
          partition: int = 0, partitions: int = 1) -> DiffResult:
     """Diff one partition of the valid rows against the same partition of the snapshot.
@@ -155,7 +155,7 @@ def diff(valid_uri: str, snapshot_uri: str | None, run_time: datetime, work_uri:
     work = storage.open_storage(work_uri)
     # Streamed straight to Parquet: the diffed rows are never all held in memory.
     diffed_uri = write_parquet(
-        diff_relation(con, valid_uri, snapshot_uri, run_time, with_news, partition, partitions),
+        diff_relation(con, valid, snapshot_uri, run_time, with_news, partition, partitions),
         work, diffed_key(partition))
     register_parquet(con, "diffed", [diffed_uri])
     counts = {k: int(v) for k, v in sql.first_row(con, sql.load_sql("diff_counts")).items()}

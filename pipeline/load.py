@@ -1,8 +1,12 @@
 """Stage 1, load: read the inventory, check its schema, normalise and validate rows.
 
-Writes `valid.parquet` (url, section, lastmod, changefreq, priority,
-content_hash) and `rejects.parquet` (row_id, reason, the original fields)
-under the run's work prefix, and returns the counts.
+Writes under the run's work prefix `normalized.parquet` (every input row,
+normalised, with its reject reason: streamed, never held in memory),
+`duplicates.parquet` (the row ids that dedupe_rows ranks as duplicates: small)
+and `rejects.parquet` (row_id, reason, the original fields), and returns the
+counts. The valid rows are the normalised rows without a reason that are not
+duplicates: `register_valid` makes them a view (sql/valid_rows.sql), which the
+diff reads, so they are never written twice.
 """
 
 from __future__ import annotations
@@ -30,13 +34,24 @@ from pipeline.urls import CLEAN_URL_REGEX, IRI_PATH_REGEX, Site, check_url
 
 log = logging.getLogger(__name__)
 
-VALID_KEY = "valid.parquet"
+NORMALIZED_KEY = "normalized.parquet"
+DUPLICATES_KEY = "duplicates.parquet"
 REJECTS_KEY = "rejects.parquet"
 
 _STRING = ("VARCHAR",)
 _TIMESTAMPS = ("TIMESTAMP", "TIMESTAMP_S", "TIMESTAMP_MS", "TIMESTAMP_NS", "DATE")
 _NUMBERS = ("DOUBLE", "FLOAT", "DECIMAL", "INTEGER", "BIGINT", "SMALLINT", "TINYINT", "HUGEINT",
             "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT")
+
+
+@dataclass(frozen=True)
+class ValidRows:
+    """Where the valid rows are and how their sections are cut: `register_valid` reads it."""
+
+    normalized_uri: str
+    duplicates_uri: str
+    site_prefix: str
+    section_depth: int = 1
 
 
 @dataclass
@@ -47,14 +62,23 @@ class LoadResult:
     valid_rows: int
     rejected: dict[str, int]
     field_issues: dict[str, int]
-    valid_uri: str
+    #: Every input row normalised, and the row ids of duplicates: see register_valid.
+    normalized_uri: str
+    duplicates_uri: str
     rejects_uri: str
     files: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    site_prefix: str = ""
+    section_depth: int = 1
 
     @property
     def rejected_rows(self) -> int:
         return sum(self.rejected.values())
+
+    @property
+    def valid(self) -> ValidRows:
+        return ValidRows(self.normalized_uri, self.duplicates_uri, self.site_prefix,
+                         self.section_depth)
 
 
 def list_inventory_files(inventory: str) -> list[str]:
@@ -227,11 +251,14 @@ def load(inventory: str, site_url: str, work_uri: str, *, section_depth: int = 1
     con.create_function("check_url", _check_url_batch, ["VARCHAR", "VARCHAR"], "VARCHAR",
                         type="arrow", null_handling="special",  # type: ignore[call-overload]
                         side_effects=False)
+    work = storage.open_storage(work_uri)
     try:
-        con.execute(sql.load_sql("normalize_inventory"), {
+        normalized_uri = write_parquet(con.sql(sql.load_sql("normalize_inventory"), params={
             "site_prefix": site.prefix, "clean_regex": CLEAN_URL_REGEX, "iri_regex": IRI_PATH_REGEX,
-            "max_len": MAX_URL_LENGTH})
+            "max_len": MAX_URL_LENGTH}), work, NORMALIZED_KEY)
+        register_parquet(con, "normalized", [normalized_uri])
         con.execute(sql.load_sql("dedupe_rows"))
+        con.execute(sql.load_sql("classified_rows"))
     except duckdb.Error as exc:
         raise InventoryError(f"cannot read the inventory {inventory!r}: {_one_line(exc)}") from exc
 
@@ -248,20 +275,30 @@ def load(inventory: str, site_url: str, work_uri: str, *, section_depth: int = 1
     rejected = dict(con.sql("SELECT reason, count(*) FROM classified WHERE reason IS NOT NULL "
                             "GROUP BY reason ORDER BY reason").fetchall())
 
-    work = storage.open_storage(work_uri)
-    valid_rel = con.sql(sql.load_sql("valid_rows"), params={
-        "site_prefix": site.prefix, "section_depth": section_depth})
-    valid_uri = write_parquet(valid_rel, work, VALID_KEY)
+    duplicates_uri = write_parquet(con.sql("SELECT row_id FROM duplicate_rows"), work,
+                                   DUPLICATES_KEY)
     rejects_uri = write_parquet(con.sql(sql.load_sql("rejected_rows")), work, REJECTS_KEY)
     valid_rows = input_rows - sum(rejected.values())
     result = LoadResult(
         input_rows=input_rows, valid_rows=valid_rows, rejected=rejected,
-        field_issues={k: int(v) for k, v in issues.items()}, valid_uri=valid_uri,
-        rejects_uri=rejects_uri, files=files, seconds=time.monotonic() - started)
+        field_issues={k: int(v) for k, v in issues.items()}, normalized_uri=normalized_uri,
+        duplicates_uri=duplicates_uri, rejects_uri=rejects_uri, site_prefix=site.prefix,
+        section_depth=section_depth, files=files, seconds=time.monotonic() - started)
     progress.done(f"{input_rows:,} rows, {valid_rows:,} valid, {result.rejected_rows:,} rejected")
     log.info("load: %d input rows, %d valid, rejected %s, dropped fields %s (%.1f s)",
              input_rows, valid_rows, rejected or "none", result.field_issues, result.seconds)
     return result
+
+
+def register_valid(con: duckdb.DuckDBPyConnection, name: str, valid: ValidRows) -> None:
+    """The view `name`: the rows to publish, with their section (sql/valid_rows.sql), from
+    what load wrote."""
+    register_parquet(con, "normalized", [valid.normalized_uri])
+    register_parquet(con, "duplicate_rows", [valid.duplicates_uri])
+    con.execute(sql.load_sql("classified_rows"))
+    con.sql(sql.load_sql("valid_rows"), params={
+        "site_prefix": valid.site_prefix, "section_depth": valid.section_depth}).create_view(
+            name, replace=True)
 
 
 def _check_url_batch(urls: Any, prefixes: Any) -> Any:

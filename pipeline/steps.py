@@ -172,7 +172,7 @@ def load_step(ctx: dict[str, Any], progress: Any = None) -> dict[str, Any]:
               "rejected": result.rejected, "rejected_rows": result.rejected_rows,
               "dropped_fields": result.field_issues, "seconds": round(result.seconds, 3),
               "diff_partitions": ctx.get("diff_partitions") or partitions_for(result.valid_rows)}
-    _save(ctx, "load.json", {**counts, "valid_uri": result.valid_uri,
+    _save(ctx, "load.json", {**counts, "valid": asdict(result.valid),
                              "rejects_uri": result.rejects_uri})
     check_rejects(result.input_rows, result.rejected, ctx["max_reject_share"])
     return counts
@@ -190,10 +190,11 @@ def _diff_part_name(partition: int) -> str:
 def diff_partition_step(ctx: dict[str, Any], partition: int) -> dict[str, Any]:
     """Diffs one hash partition; writes its parts and `diff-NNNNN.json` (counts and URIs)."""
     from pipeline.diff import diff
+    from pipeline.load import ValidRows
 
     loaded = _read(ctx, "load.json")
     partitions = int(loaded["diff_partitions"])
-    result = diff(loaded["valid_uri"], ctx["snapshot"], datetime.fromisoformat(ctx["run_time"]),
+    result = diff(ValidRows(**loaded["valid"]), ctx["snapshot"], datetime.fromisoformat(ctx["run_time"]),
                   ctx["work"], with_news=ctx["format"] == "xml", partition=partition,
                   partitions=partitions)
     counts = {**result.counts(), "seconds": round(result.seconds, 3), "partition": partition,

@@ -4,7 +4,7 @@
 -- go to the row that came first in the inventory. Only URLs whose 64-bit hash
 -- occurs more than once are ranked (an aggregate of integers finds them, far cheaper
 -- than one of strings; a hash collision only makes a candidate, the rank is by URL);
--- `classified` is a view, so the inventory is held in memory once.
+-- the result is small: one row id per duplicate.
 -- Parameters: none.
 CREATE OR REPLACE TABLE duplicate_rows AS
 WITH repeated AS (
@@ -26,13 +26,3 @@ FROM (
     FROM candidates
 )
 WHERE rank > 1;
-
-CREATE OR REPLACE VIEW classified AS
-SELECT
-    n.* EXCLUDE (reason),
-    CASE
-        WHEN n.reason IS NOT NULL THEN n.reason
-        WHEN d.row_id IS NOT NULL THEN 'duplicate'
-    END AS reason
-FROM normalized n
-LEFT JOIN duplicate_rows d USING (row_id);

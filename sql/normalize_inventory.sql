@@ -1,4 +1,5 @@
--- normalize_inventory: one row per input row, its URL normalised or a reject reason.
+-- normalize_inventory: one row per input row, its URL normalised or a reject reason;
+-- pipeline.load streams it to normalized.parquet (it is never held in memory whole).
 -- Reads the view `inventory_typed` (url, lastmod, changefreq, priority, content_hash,
 -- row_id), built by pipeline.load from code constants after the schema check.
 -- Parameters: $site_prefix (scheme://host/path/ every published URL starts with),
@@ -7,7 +8,6 @@
 -- segment, the commonest dirty case), $max_len (longest <loc>).
 -- Other rows go to the Python UDF check_url (pipeline/urls.py, the reference
 -- the two fast paths agree with), which returns the normalised URL or '!reason'.
-CREATE OR REPLACE TABLE normalized AS
 WITH checked AS (
     SELECT
         *,

@@ -143,7 +143,7 @@ def test_partitions_cut_the_join_exactly_and_in_any_order(tmp_path: Path) -> Non
     snapshot = read_live(out).manifest["state"]["snapshot"]  # type: ignore[index]
     inv = tmp_path / "second.parquet"
     pq.write_table(second_inventory(first), inv)
-    valid = load(str(inv), SITE, str(tmp_path / "load")).valid_uri
+    valid = load(str(inv), SITE, str(tmp_path / "load")).valid
 
     whole = diff(valid, snapshot, T1, str(tmp_path / "whole"))
     parts = {p: diff(valid, snapshot, T1, str(tmp_path / "parts"), partition=p, partitions=3)

@@ -28,6 +28,7 @@ def test_dedupe_keeps_newest_lastmod_then_first_row(con: duckdb.DuckDBPyConnecti
         "lastmod": [EARLIER, T, None, None, None, None],
     }))
     con.execute(sql.load_sql("dedupe_rows"))
+    con.execute(sql.load_sql("classified_rows"))
     got = con.sql("SELECT row_id, reason FROM classified ORDER BY row_id").fetchall()
     assert got == [(1, "duplicate"), (2, None), (3, None), (4, "duplicate"), (5, "empty"),
                    (6, None)]
