@@ -404,7 +404,7 @@ def _configure_logging(args: argparse.Namespace, progress: Progress) -> None:
         level = logging.INFO
     handler = _ProgressAwareHandler(progress)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    logging.basicConfig(level=level, handlers=[handler], force=True)
+    logging.basicConfig(level=level, handlers=[handler])  # a no-op when embedded (pytest)
 
 
 def describe_unexpected(exc: BaseException) -> tuple[int, str]:
