@@ -287,6 +287,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from pipeline.validate import validate
 
     result = validate(args.out, max_problems=args.max_problems)
+    if result.generation is None and not args.json:  # nothing to list: say it once
+        print(f"error: {result.problems[0]}", file=sys.stderr)
+        return 1
     if args.json:
         print(json.dumps(result.as_dict(), indent=2, sort_keys=True))
     else:
