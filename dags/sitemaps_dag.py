@@ -85,8 +85,9 @@ failed task resumes it.
 
 TASK_DOCS = {
     "begin": """\
-Reads the live manifest (its version is what publish's conditional write checks),
-fixes the run time (the logical date, else the run's start) and the work prefix,
+Checks that S3 can be reached and the output written, reads the live manifest (its
+version is what publish's conditional write checks), fixes the run time (when the DAG run
+started, the same on every retry) and the work prefix,
 and returns the run context that every other task receives.
 *If it fails*: S3 unreachable or access refused: check the connection `{conn}`.""",
     "load": """\
@@ -159,11 +160,12 @@ def _work_folder_name(run_id: str) -> str:
 
 
 def _run_time(context: Any) -> datetime:
-    """The run's time: its logical date when it has one (cron, `dags test`), else the
-    data interval end, else when it was due (asset-triggered runs have no logical date)."""
+    """The run's time: when the DAG run actually started. It stamps the generation and the
+    lastmod of new URLs, so it must not be a logical date hours earlier (unpausing makes the
+    last cron tick's run, due at 03:00, at whatever time it is). The run's start is the same
+    for every try of begin; `airflow dags test` starts its run at the date it is given."""
     dag_run = context.get("dag_run")
-    for value in (context.get("logical_date"), context.get("data_interval_end"),
-                  getattr(dag_run, "run_after", None), getattr(dag_run, "start_date", None)):
+    for value in (getattr(dag_run, "start_date", None), getattr(dag_run, "run_after", None)):
         if value is not None:
             return datetime.fromisoformat(str(value)) if isinstance(value, str) else value
     return datetime.now(UTC)
