@@ -265,7 +265,8 @@ def build_dag(site: SiteConfig) -> Any:
                 max_reject_share=site.max_reject_share, force=bool(params["force"]),
                 lease_seconds=site.lease_seconds, keep_generations=site.gc_keep,
                 gc_grace_hours=site.gc_grace_hours, format=site.format,
-                diff_partitions=site.diff_partitions, plan_slice_rows=site.plan_slice_rows)
+                diff_partitions=site.diff_partitions, plan_slice_rows=site.plan_slice_rows,
+                check_writable=not params["dry_run"])  # a dry run writes nothing to out
             with step(site):
                 ctx = steps.begin(opts)
             ctx["dry_run"] = bool(params["dry_run"])
