@@ -361,14 +361,19 @@ def cmd_gc(args: argparse.Namespace) -> int:
 
     result = gc(args.out, args.state or storage.join(args.out, "_state"),
                 keep=args.keep_generations, grace_hours=args.grace_hours, dry_run=args.dry_run)
+    result.setdefault("deleted_state", [])  # absent when there is no generation
     if args.json:
         print(json.dumps(result, indent=2, sort_keys=True))
     else:
         verb = "would delete" if args.dry_run else "deleted"
         for key in result["deleted"] + result["deleted_state"]:
             print(f"{verb}: {key}")
-        print(f"{verb} {len(result['deleted']) + len(result['deleted_state'])} file(s); kept "
-              f"generations {', '.join(result['kept_generations']) or '(none)'}")
+        if result["kept_generations"]:
+            print(f"{verb} {len(result['deleted']) + len(result['deleted_state'])} file(s); "
+                  f"kept generations {', '.join(result['kept_generations'])}")
+    if not result["kept_generations"]:  # a typo in --out must not look like a clean output
+        print(f"error: no generation at {args.out}", file=sys.stderr)
+        return 1
     return 0
 
 

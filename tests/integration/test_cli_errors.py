@@ -89,6 +89,13 @@ CASES: list[tuple[str, Callable[..., tuple[list[str], dict[str, str] | None]], i
      1, "no generation at "),
     ("validate nothing", lambda t, inv, b: (["validate", "--out", str(t / "typo")], None),
      1, "no generation at "),
+    ("gc of nothing", lambda t, inv, b: (["gc", "--out", str(t / "typo")], None),
+     1, "no generation at "),
+    ("report of nothing", lambda t, inv, b: (["report", "--out", str(t / "typo")], None),
+     2, "no live generation yet"),
+    ("robots of nothing", lambda t, inv, b: (
+        ["robots", "--out", str(t / "typo"), "--robots", str(t / "robots.txt")], None),
+     2, "no live generation yet"),
     ("diff without --out or --state", lambda t, inv, b: (
         ["diff", "--inventory", str(inv)], None), 2, "give either --out"),
 ]
