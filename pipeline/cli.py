@@ -25,8 +25,8 @@ log = logging.getLogger("sitemaps")
 EXIT_CODES = """\
 exit codes:
   0    done
-  1    status: no generation, or the root index disagrees with the manifest; validate:
-       problems found; an unexpected error (--debug shows its traceback)
+  1    status, gc: no generation at --out; status: the root index disagrees with the
+       manifest; validate: problems found; an unexpected error (--debug: its traceback)
   2    bad input or configuration: fix it, a retry will not help
   3    another generation was published since this run started (or another run holds
        the lease)

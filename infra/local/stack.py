@@ -1,6 +1,6 @@
 """The local stack: SeaweedFS (S3) + ``airflow standalone`` running this repo's DAGs.
 
-    infra/local/stack.sh up [--port N] [--urls N] [--trigger]   # start, print where to log in
+    infra/local/stack.sh up [--port N] [--urls N] [--trigger] [--parallelism N]   # start
     infra/local/stack.sh status
     infra/local/stack.sh down                                   # stop both
 
