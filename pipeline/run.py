@@ -39,6 +39,7 @@ def run(opts: RunOptions, progress: Progress = QUIET) -> dict[str, Any]:
         progress.done(f"{planned['shards']:,} shards, {planned['to_render']:,} to write")
         seconds["plan"] = planned["seconds"]
         t = time.monotonic()
+        progress.step("render")  # render shows its own line only when it has shards to write
         rendered = steps.render_step(ctx, None, progress=progress)
         seconds["render"] = round(time.monotonic() - t, 3)
         t = time.monotonic()
@@ -60,7 +61,7 @@ def run(opts: RunOptions, progress: Progress = QUIET) -> dict[str, Any]:
             seconds["notify"] = round(time.monotonic() - t, 3)
         progress.step("gc")
         summary["gc"] = steps.gc_step(ctx)
-        progress.done(", ".join(f"{k} {v}" for k, v in summary["gc"].items()))
+        progress.done(_gc_line(summary["gc"]))
     finally:
         steps.finish(ctx)
     summary["seconds"] = round(time.monotonic() - started, 3)
@@ -68,6 +69,13 @@ def run(opts: RunOptions, progress: Progress = QUIET) -> dict[str, Any]:
     log.info("run: generation %s %s in %.1f s", summary["generation"],
              "published" if summary["published"] else "unchanged", summary["seconds"])
     return summary
+
+
+def _gc_line(gc: dict[str, Any]) -> str:
+    if gc.get("skipped"):
+        return "skipped (--no-gc)"
+    return (f"{gc['deleted']:,} output and {gc['deleted_state']:,} state file(s) deleted, "
+            f"{gc['aborted_uploads']:,} incomplete upload(s) aborted")
 
 
 def _notify_line(notify: dict[str, Any]) -> str:
