@@ -32,6 +32,7 @@ exit codes:
        the lease)
   4    refused by the shrink guard (--allow-shrink to publish anyway)
   5    too many rejected rows (--max-reject-share)
+  70   an internal error: a broken invariant of the pipeline (a bug: please report it)
   75   a transient storage error: retry
   130  interrupted"""
 
