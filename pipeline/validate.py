@@ -94,7 +94,11 @@ def validate(out_uri: str, max_problems: int = DEFAULT_MAX_PROBLEMS) -> Validati
     result = Validation(out_uri, max_problems=max_problems)
     out = storage.open_storage(out_uri)
     try:
-        _validate(out, result)
+        try:
+            _validate(out, result)
+        except (KeyError, TypeError, AttributeError) as exc:  # an entry lacks a field
+            result.problem(f"{LIVE_MANIFEST_KEY} is not a pipeline manifest: "
+                           f"{type(exc).__name__} {exc}")
     except _TooMany:
         pass
     log.info("validate: %s: %d problem(s) in %d sitemaps, %d index file(s)", out_uri,
@@ -180,7 +184,7 @@ def _check_indexes(out: storage.Storage, v: Validation, indexes: list[dict[str, 
             v.problem(f"{key}: lists {len(locs):,} sitemaps (1..{MAX_SITEMAPS_PER_INDEX:,})")
         if len(locs) != index.get("sitemaps", len(locs)):
             v.problem(f"{key}: lists {len(locs):,} sitemaps, the manifest says "
-                      f"{index.get('sitemaps'):,}")
+                      f"{index.get('sitemaps')}")
         for loc in locs:
             if loc in index_urls:
                 v.problem(f"{key}: lists the index {loc} (an index never lists an index)")

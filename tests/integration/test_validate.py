@@ -124,6 +124,15 @@ def test_damage_is_reported(tmp_path: Path, capsys: pytest.CaptureFixture[str], 
     assert errors == [f"error: {out} is not valid: {len(result.problems)} problem(s)"]
 
 
+def test_a_manifest_of_another_shape_is_a_problem(tmp_path: Path) -> None:
+    out = Path(publish(tmp_path))
+    m = manifest(out)
+    del m["sitemaps"][0]["key"]
+    (out / "manifest.json").write_text(json.dumps(m))
+    (problem,) = validate(str(out)).problems
+    assert problem.startswith("manifest.json is not a pipeline manifest: KeyError")
+
+
 def test_no_generation_and_first_problems_only(tmp_path: Path) -> None:
     result = validate(str(tmp_path / "nothing"))
     assert result.problems == [f"no generation at {tmp_path / 'nothing'} (no manifest.json)"]
