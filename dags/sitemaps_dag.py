@@ -3,7 +3,8 @@
 Each DAG runs the stages of `pipeline.steps` as tasks: begin, load, diff_partitions,
 diff (mapped over hash partitions of the URLs), diff_counts, plan_slices, plan (mapped
 over the plan's slices), plan_counts, render (mapped over the plan's batches),
-publish, gc, notify, finish. Tasks pass only
+publish, announce (the manifest asset event of a new generation), gc, notify, finish.
+Tasks pass only
 the run context (a small dict of URIs and settings), URIs and counts through
 XCom; every file a task writes goes under the run's work prefix on shared
 storage, so any worker can run any task and a retry finds what it needs.
@@ -67,8 +68,9 @@ diff_partitions (how many), diff (one mapped task per hash partition of the URLs
 partitions: {diff_partitions}), diff_counts (adds the partitions up), plan_slices
 (cuts the plan into slices of about {plan_slice_rows} rows), plan (one mapped task per
 slice), plan_counts (numbers the shards, makes the render batches), render (one mapped
-task per batch of shards), publish (the atomic swap of `manifest.json`), gc (old
-generations), notify, finish (removes the run's work files under `{work}`).
+task per batch of shards), publish (the atomic swap of `manifest.json`), announce (the
+manifest asset's event, only for a new generation), gc (old generations), notify, finish
+(removes the run's work files under `{work}`).
 
 **Manual runs** (Trigger with config): `dry_run` stops after plan_counts and publishes
 nothing (the plan_counts task's log line and its XCom `dry_run` tell what would
@@ -85,8 +87,9 @@ failed task resumes it.
 
 TASK_DOCS = {
     "begin": """\
-Reads the live manifest (its version is what publish's conditional write checks),
-fixes the run time (the logical date, else the run's start) and the work prefix,
+Checks that S3 can be reached and the output written, reads the live manifest (its
+version is what publish's conditional write checks), fixes the run time (when the DAG run
+started, the same on every retry) and the work prefix,
 and returns the run context that every other task receives.
 *If it fails*: S3 unreachable or access refused: check the connection `{conn}`.""",
     "load": """\
@@ -132,10 +135,15 @@ zero batches when nothing changed (it then shows as skipped, which is fine).
 *If it fails*: retried; clearing one map index renders only that batch again.""",
     "publish": """\
 Writes the index files and the generation's manifest, then swaps the live
-`manifest.json` with one conditional write, so a racing run loses cleanly. Emits
-the manifest asset event with the run's summary in its extra. Skipped in a dry run.
+`manifest.json` with one conditional write, so a racing run loses cleanly (announce then
+emits the manifest asset event). Skipped in a dry run.
 *If it fails*: `PublishConflict`: another run published first, trigger again;
 `ShrinkRefused`: check the inventory, or trigger with `allow_shrink`.""",
+    "announce": """\
+Emits the manifest asset event, with the run's summary in its extra (generation, counts,
+root index URLs), when publish made a new generation live; skipped when the generation was
+already live (nothing changed), so the asset's consumers run only for a new generation.
+*If it fails*: the sitemaps are live; clear it to emit the event.""",
     "gc": """\
 Removes shard and generation files that no kept generation references, after a
 grace period. *If it fails*: the new sitemaps are already live; clear it later.""",
@@ -159,11 +167,12 @@ def _work_folder_name(run_id: str) -> str:
 
 
 def _run_time(context: Any) -> datetime:
-    """The run's time: its logical date when it has one (cron, `dags test`), else the
-    data interval end, else when it was due (asset-triggered runs have no logical date)."""
+    """The run's time: when the DAG run actually started. It stamps the generation and the
+    lastmod of new URLs, so it must not be a logical date hours earlier (unpausing makes the
+    last cron tick's run, due at 03:00, at whatever time it is). The run's start is the same
+    for every try of begin; `airflow dags test` starts its run at the date it is given."""
     dag_run = context.get("dag_run")
-    for value in (context.get("logical_date"), context.get("data_interval_end"),
-                  getattr(dag_run, "run_after", None), getattr(dag_run, "start_date", None)):
+    for value in (getattr(dag_run, "start_date", None), getattr(dag_run, "run_after", None)):
         if value is not None:
             return datetime.fromisoformat(str(value)) if isinstance(value, str) else value
     return datetime.now(UTC)
@@ -263,7 +272,8 @@ def build_dag(site: SiteConfig) -> Any:
                 max_reject_share=site.max_reject_share, force=bool(params["force"]),
                 lease_seconds=site.lease_seconds, keep_generations=site.gc_keep,
                 gc_grace_hours=site.gc_grace_hours, format=site.format,
-                diff_partitions=site.diff_partitions, plan_slice_rows=site.plan_slice_rows)
+                diff_partitions=site.diff_partitions, plan_slice_rows=site.plan_slice_rows,
+                check_writable=not params["dry_run"])  # a dry run writes nothing to out
             with step(site):
                 ctx = steps.begin(opts)
             ctx["dry_run"] = bool(params["dry_run"])
@@ -380,8 +390,7 @@ def build_dag(site: SiteConfig) -> Any:
                      f"{result['gzip_bytes']:,}")
             return result
 
-        @task(doc_md=TASK_DOCS["publish"], outlets=[manifest_asset],
-              trigger_rule="none_failed")
+        @task(doc_md=TASK_DOCS["publish"], trigger_rule="none_failed")
         def publish(ctx: dict[str, Any], rendered: list[dict[str, Any]]) -> dict[str, Any]:
             from pipeline import steps
 
@@ -393,10 +402,6 @@ def build_dag(site: SiteConfig) -> Any:
             with step(site):
                 summary = steps.publish_step(ctx, uris)
             c = summary["counts"]
-            extra = {k: summary[k] for k in ("generation", "published", "out", "root_indexes",
-                                             "warnings")}
-            extra["counts"] = c
-            get_current_context()["outlet_events"][manifest_asset].extra = extra
             log.info("publish: generation %s %s: %s URLs in %d sitemaps (%d written, "
                      "%d reused), %s added, %s changed, %s removed",
                      summary["generation"],
@@ -405,6 +410,19 @@ def build_dag(site: SiteConfig) -> Any:
                      c["shards_reused"], f"{c['added']:,}", f"{c['changed']:,}",
                      f"{c['removed']:,}")
             return summary
+
+        @task(doc_md=TASK_DOCS["announce"], outlets=[manifest_asset])
+        def announce(summary: dict[str, Any]) -> None:
+            """The manifest asset's event, only for a run that published a new generation."""
+            if not summary["published"]:
+                # A skipped task emits no asset event: nothing new for its consumers.
+                raise AirflowSkipException(f"generation {summary['generation']} was already "
+                                           "live: nothing to announce")
+            extra = {k: summary[k] for k in ("generation", "published", "out", "root_indexes",
+                                             "warnings")}
+            extra["counts"] = summary["counts"]
+            get_current_context()["outlet_events"][manifest_asset].extra = extra
+            log.info("announce: generation %s on %s", summary["generation"], manifest_asset.uri)
 
         @task(doc_md=TASK_DOCS["gc"])
         def gc(ctx: dict[str, Any]) -> dict[str, Any]:
@@ -449,6 +467,7 @@ def build_dag(site: SiteConfig) -> Any:
         published = publish(ctx, rendered)
         published >> [gc(ctx), finish(ctx)]
         notify(ctx, published)
+        announce(published)
 
     return sitemaps()
 

@@ -32,11 +32,12 @@ def cmd_robots(args: argparse.Namespace) -> int:
 
 def add_feed_parser(sub: Any) -> None:
     p = sub.add_parser("feed", help="write feed.atom: URLs added or changed recently")
-    p.add_argument("--out", required=True)
+    p.add_argument("--out", required=True, help="local folder or s3://bucket/prefix/")
     p.add_argument("--days", type=float, default=DEFAULT_FEED_DAYS,
                    help=f"generations of this many days (default {DEFAULT_FEED_DAYS})")
-    p.add_argument("--max-entries", type=int, default=DEFAULT_FEED_ENTRIES)
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--max-entries", type=int, default=DEFAULT_FEED_ENTRIES, metavar="N",
+                   help=f"newest entries kept (default {DEFAULT_FEED_ENTRIES:,})")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
 
 
 def cmd_feed(args: argparse.Namespace) -> int:
@@ -53,7 +54,7 @@ def cmd_feed(args: argparse.Namespace) -> int:
 
 def add_report_parser(sub: Any) -> None:
     p = sub.add_parser("report", help="write the live generation's HTML run report")
-    p.add_argument("--out", required=True)
+    p.add_argument("--out", required=True, help="local folder or s3://bucket/prefix/")
     p.add_argument("--generation", help="another kept generation instead of the live one")
 
 
@@ -89,9 +90,28 @@ COMMANDS = {"robots": cmd_robots, "feed": cmd_feed, "report": cmd_report,
             "indexnow-key": cmd_indexnow_key}
 
 
-def add_parsers(sub: Any) -> None:
-    """Register every notify subcommand on the `sitemaps` subparsers."""
+EXAMPLES = {
+    "robots": "sitemaps robots --out s3://www-sitemaps/sitemaps/ --robots s3://www-root/robots.txt",
+    "feed": "sitemaps feed --out s3://www-sitemaps/sitemaps/ --days 7",
+    "report": "sitemaps report --out s3://www-sitemaps/sitemaps/",
+    "indexnow-key": "sitemaps indexnow-key --out s3://www-sitemaps/sitemaps/ --key KEY",
+}
+
+
+def add_parsers(sub: Any, epilog: Any = None) -> None:
+    """Register every notify subcommand on the `sitemaps` subparsers; `epilog(example)`
+    gives each its help's closing text (an example and the exit codes)."""
     add_robots_parser(sub)
     add_feed_parser(sub)
     add_report_parser(sub)
     add_indexnow_key_parser(sub)
+    for name, example in EXAMPLES.items():
+        p = sub.choices[name]
+        p.description = p.description or _help_of(sub, name)
+        if epilog is not None:
+            p.epilog = epilog(example)
+            p.formatter_class = argparse.RawDescriptionHelpFormatter
+
+
+def _help_of(sub: Any, name: str) -> str | None:
+    return next((a.help for a in sub._choices_actions if a.dest == name), None)

@@ -243,6 +243,9 @@ def load(inventory: str, site_url: str, work_uri: str, *, section_depth: int = 1
         duck_types = {k: v for k, v in zip(probe.columns, probe.types, strict=True) if k != ROW_ID}
         types = {k: str(v).upper() for k, v in duck_types.items()}
     except duckdb.Error as exc:
+        if "magic bytes" in str(exc):  # DuckDB's words for a file that is not Parquet
+            raise InventoryError(f"cannot read the inventory {inventory!r}: a file is not a "
+                                 f"Parquet file ({_one_line(exc)})") from exc
         raise InventoryError(f"cannot read the inventory {inventory!r}: {_one_line(exc)}") from exc
     except OSError as exc:
         raise InventoryError(f"cannot read the inventory {inventory!r}: {exc}") from exc

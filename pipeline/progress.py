@@ -1,6 +1,7 @@
 """Progress for long steps: a live line on a terminal, silence otherwise.
 
-Logging carries the step summaries; this only animates the wait.
+On a terminal the CLI shows these lines instead of INFO logs (one line per step);
+elsewhere logging carries the step summaries and this stays silent.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ class Progress:
         self.enabled = self.stream.isatty() if enabled is None else enabled
         self._last = 0.0
         self._label = ""
+        self._open = False  # a line is on screen without its newline
 
     def step(self, label: str) -> None:
         """Starts a step; shows its name."""
@@ -33,6 +35,13 @@ class Progress:
         """Ends the current step with a one-line summary."""
         self._write(f"{self._label}: {summary}", force=True, end=True)
 
+    def clear(self) -> None:
+        """Erases an unfinished line (before a log record or an error is written)."""
+        if self.enabled and self._open:
+            self.stream.write("\r\033[K")
+            self.stream.flush()
+            self._open = False
+
     def _write(self, text: str, force: bool = False, end: bool = False) -> None:
         if not self.enabled:
             return
@@ -42,6 +51,7 @@ class Progress:
         self._last = now
         self.stream.write("\r\033[K" + text + ("\n" if end else ""))
         self.stream.flush()
+        self._open = not end
 
 
 #: The do-nothing instance, for library calls without a terminal.

@@ -6,6 +6,7 @@ publish the same files for the same inventory.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from typing import Any
@@ -38,21 +39,29 @@ def run(opts: RunOptions, progress: Progress = QUIET) -> dict[str, Any]:
         progress.done(f"{planned['shards']:,} shards, {planned['to_render']:,} to write")
         seconds["plan"] = planned["seconds"]
         t = time.monotonic()
+        progress.step("render")  # render shows its own line only when it has shards to write
         rendered = steps.render_step(ctx, None, progress=progress)
         seconds["render"] = round(time.monotonic() - t, 3)
         t = time.monotonic()
+        progress.step("publish")
         summary = steps.publish_step(ctx, [rendered["uri"]])
+        progress.done(f"generation {summary['generation']} "
+                      + ("live" if summary["published"] else "unchanged, still live"))
         seconds["publish"] = round(time.monotonic() - t, 3)
         if opts.feed_days or opts.report or opts.indexnow_key:
             from pipeline.notify import notify_step
 
             t = time.monotonic()
+            progress.step("notify")
             summary["notify"] = notify_step(
                 ctx, summary, indexnow_key=opts.indexnow_key,
                 indexnow_endpoint=opts.indexnow_endpoint, key_location=opts.indexnow_key_location,
                 feed_days=opts.feed_days, report=opts.report)
+            progress.done(_notify_line(summary["notify"]))
             seconds["notify"] = round(time.monotonic() - t, 3)
+        progress.step("gc")
         summary["gc"] = steps.gc_step(ctx)
+        progress.done(_gc_line(summary["gc"]))
     finally:
         steps.finish(ctx)
     summary["seconds"] = round(time.monotonic() - started, 3)
@@ -62,9 +71,23 @@ def run(opts: RunOptions, progress: Progress = QUIET) -> dict[str, Any]:
     return summary
 
 
+def _gc_line(gc: dict[str, Any]) -> str:
+    if gc.get("skipped"):
+        return "skipped (--no-gc)"
+    return (f"{gc['deleted']:,} output and {gc['deleted_state']:,} state file(s) deleted, "
+            f"{gc['aborted_uploads']:,} incomplete upload(s) aborted")
+
+
+def _notify_line(notify: dict[str, Any]) -> str:
+    parts = [f"feed {notify['feed_entries']:,} entries" if "feed_entries" in notify else "",
+             "report written" if notify.get("report") else "",
+             "unchanged" if notify.get("skipped") == "unchanged" else ""]
+    return ", ".join(p for p in parts if p) or "nothing to do"
+
+
 def dry_run(opts: RunOptions) -> dict[str, Any]:
     """Load, diff and plan; report what a run would change, publishing nothing."""
-    ctx = steps.begin(opts)
+    ctx = steps.begin(dataclasses.replace(opts, check_writable=False))
     try:
         steps.load_step(ctx)
         steps.diff_step(ctx)

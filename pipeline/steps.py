@@ -79,6 +79,9 @@ class RunOptions:
     #: pipeline.diff.DIFF_PARTITION_ROWS), 1 for all but huge inventories). The CLI runs
     #: them one after the other; the DAG maps the diff task over them.
     diff_partitions: int | None = None
+    #: Check at begin, before any work, that --out (and --state) can be written; a dry run,
+    #: which writes nothing there, checks only that S3 can be reached.
+    check_writable: bool = True
 
     @property
     def state_uri(self) -> str:
@@ -95,6 +98,9 @@ def begin(opts: RunOptions) -> dict[str, Any]:
     run_time = (opts.run_time or datetime.now(UTC)).astimezone(UTC).replace(microsecond=0)
     site = Site.parse(opts.site_url)
     public = opts.public_url or site.prefix
+    from pipeline import preflight
+
+    preflight.check_run(opts.inventory, opts.out, opts.state_uri, write=opts.check_writable)
     generation = new_generation_id(run_time)
     # The lease owner is stable across retries of one run (an Airflow retry of begin
     # must not find itself holding the lease).
@@ -126,7 +132,14 @@ def begin(opts: RunOptions) -> dict[str, Any]:
     }
     # The live shard keys go to a work file, not into the context: a 1B-URL site has over
     # 20,000 of them, and the DAG hands the context to every task through XCom.
-    _save(ctx, LIVE_KEYS, sorted(s["key"] for s in (live.manifest or {}).get("sitemaps", [])))
+    try:
+        _save(ctx, LIVE_KEYS, sorted(s["key"] for s in (live.manifest or {}).get("sitemaps", [])))
+    except BaseException:
+        if ctx["own_work"]:  # our temp folder: no finish will remove it
+            import shutil
+
+            shutil.rmtree(base, ignore_errors=True)
+        raise
     log.info("begin: generation %s, live generation %s", generation, live.generation or "none")
     return ctx
 

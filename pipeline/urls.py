@@ -56,6 +56,17 @@ REASONS = (
 )
 
 
+#: What to tell a user whose --site-url is rejected, by reason code.
+SITE_URL_HINTS = {
+    "empty": "it is empty; give the site, e.g. https://www.example.com/",
+    "not_http": "it must start with https:// (or http://), e.g. https://www.example.com/",
+    "bad_host": "its host is missing or not valid, e.g. https://www.example.com/",
+    "illegal_char": "it holds a control character",
+    "bad_percent_encoding": "a % is not followed by two hex digits",
+    "too_long": f"it is longer than {MAX_URL_LENGTH:,} characters",
+}
+
+
 @dataclass(frozen=True)
 class Site:
     """The site every published URL must be on, normalised."""
@@ -73,7 +84,8 @@ class Site:
     def parse(cls, site_url: str) -> Site:
         url, reason = normalize_url(site_url)
         if url is None:
-            raise ConfigError(f"--site-url {site_url!r} is not a usable URL ({reason})")
+            hint = SITE_URL_HINTS.get(reason or "", reason)
+            raise ConfigError(f"--site-url {site_url!r} is not a usable URL: {hint}")
         parts = urlsplit(url)
         if parts.query:
             raise ConfigError(f"--site-url {site_url!r} must not have a query string")

@@ -13,12 +13,10 @@ import pyarrow.parquet as pq
 from lxml import etree
 
 from pipeline import storage
+from pipeline.validate import SCHEMAS, schema  # the vendored XSDs, read offline  # noqa: F401
 
-#: The vendored XSDs (pipeline/schemas/README.md says where each comes from).
-SCHEMAS = Path(__file__).resolve().parent.parent / "pipeline" / "schemas"
 NS = {"sm": "http://www.sitemaps.org/schemas/sitemap/0.9"}
 XHTML = "http://www.w3.org/1999/xhtml"
-_schemas: dict[str, etree.XMLSchema] = {}
 
 
 def check_hreflang(doc: etree._Element) -> None:
@@ -31,12 +29,6 @@ def check_hreflang(doc: etree._Element) -> None:
         assert all(lk.get("rel") == "alternate" and lk.get("hreflang") and lk.get("href")
                    for lk in links)
         assert loc in {lk.get("href") for lk in links}, f"{loc} does not list itself"
-
-
-def schema(name: str) -> etree.XMLSchema:
-    if name not in _schemas:
-        _schemas[name] = etree.XMLSchema(etree.parse(str(SCHEMAS / name)))
-    return _schemas[name]
 
 
 @dataclass

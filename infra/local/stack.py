@@ -1,6 +1,6 @@
 """The local stack: SeaweedFS (S3) + ``airflow standalone`` running this repo's DAGs.
 
-    infra/local/stack.sh up [--port N] [--urls N] [--trigger]   # start, print where to log in
+    infra/local/stack.sh up [--port N] [--urls N] [--trigger] [--parallelism N]   # start
     infra/local/stack.sh status
     infra/local/stack.sh down                                   # stop both
 
@@ -34,6 +34,7 @@ import time
 import types
 import urllib.error
 import urllib.request
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -99,9 +100,19 @@ def connection_uri_env(endpoint_url: str, access_key: str, secret_key: str,
                        "extra": {"endpoint_url": endpoint_url, "region_name": region}})
 
 
+def machine_parallelism() -> int:
+    """Task slots for a one-machine Airflow: the cores this process may use (at least 2).
+
+    Airflow's default of 32 makes the LocalExecutor start 32 worker processes, idle but
+    each holding memory, on any machine."""
+    return max(2, len(os.sched_getaffinity(0)))
+
+
 def airflow_env(home: Path, port: int, *, sites_file: Path, s3_conn: str | None,
-                base: dict[str, str] | None = None) -> dict[str, str]:
-    """Environment of a standalone Airflow on 127.0.0.1:``port`` running ``dags/``."""
+                base: dict[str, str] | None = None,
+                parallelism: int | None = None) -> dict[str, str]:
+    """Environment of a standalone Airflow on 127.0.0.1:``port`` running ``dags/``;
+    ``parallelism`` caps its running tasks (and so its LocalExecutor's worker processes)."""
     env = {k: v for k, v in (os.environ if base is None else base).items()
            if not k.startswith("AIRFLOW")}
     env.update({
@@ -118,6 +129,10 @@ def airflow_env(home: Path, port: int, *, sites_file: Path, s3_conn: str | None,
     })
     if s3_conn:
         env[f"AIRFLOW_CONN_{CONN_ID.upper()}"] = s3_conn
+    if parallelism:
+        env.update({"AIRFLOW__CORE__PARALLELISM": str(parallelism),
+                    "AIRFLOW__CORE__MAX_ACTIVE_TASKS_PER_DAG": str(parallelism),
+                    "AIRFLOW__DAG_PROCESSOR__PARSING_PROCESSES": "1"})
     return env
 
 
@@ -359,13 +374,46 @@ def first_run_id(airflow: AirflowStandalone, dag_id: str, token: str,
     return str(runs[0]["dag_run_id"])
 
 
-def trigger_demo(airflow: AirflowStandalone, dag_id: str = "sitemaps_demo") -> str:
-    """Unpause the demo DAG (once the dag-processor has parsed it) and trigger a run."""
-    token = unpause_dag(airflow, dag_id)
-    run = airflow.call("POST", f"/api/v2/dags/{dag_id}/dagRuns", {"logical_date": None},
-                       token=token)
-    print(f"# triggered {run['dag_run_id']}", file=sys.stderr)
-    return str(run["dag_run_id"])
+def _when(value: str | None) -> datetime | None:
+    return datetime.fromisoformat(value.replace("Z", "+00:00")) if value else None
+
+
+def trigger_demo(airflow: AirflowStandalone, dag_id: str = "sitemaps_demo",
+                 timeout: float = 120) -> str:
+    """Unpause the demo DAG (once the dag-processor has parsed it) and start exactly one run.
+
+    Unpausing a DAG whose latest cron tick has no run makes that run (catchup=False still
+    runs the latest tick): then that run is the one, and triggering another would only
+    queue a second behind it. Only when unpausing makes none is a run triggered."""
+    token = airflow.token()
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            dag = airflow.call("GET", f"/api/v2/dags/{dag_id}", token=token)
+            break
+        except StackError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(2)
+    runs = airflow.call("GET", f"/api/v2/dags/{dag_id}/dagRuns", token=token)["dag_runs"]
+    before = {r["dag_run_id"] for r in runs}
+    due = _when(dag.get("next_dagrun_run_after"))
+    tick_runs = dag["is_paused"] and due is not None and due <= datetime.now(UTC)
+    unpause_dag(airflow, dag_id)
+    if not tick_runs:
+        run = airflow.call("POST", f"/api/v2/dags/{dag_id}/dagRuns", {"logical_date": None},
+                           token=token)
+        print(f"# triggered {run['dag_run_id']}", file=sys.stderr)
+        return str(run["dag_run_id"])
+    while not (new := [r for r in airflow.call("GET", f"/api/v2/dags/{dag_id}/dagRuns",
+                                               token=token)["dag_runs"]
+                       if r["dag_run_id"] not in before]):
+        if time.monotonic() > deadline:
+            raise StackError(f"unpausing {dag_id} made no run in {timeout:.0f} s")
+        time.sleep(2)
+    print(f"# unpausing started {new[0]['dag_run_id']} (its latest scheduled tick)",
+          file=sys.stderr)
+    return str(new[0]["dag_run_id"])
 
 
 def _write_env_file(env: dict[str, str]) -> Path:
@@ -400,7 +448,7 @@ def cmd_up(args: argparse.Namespace) -> int:
         DEFAULT_PORT if port_is_free(DEFAULT_PORT) else free_port())
     AIRFLOW_HOME.mkdir(parents=True, exist_ok=True)
     env = airflow_env(AIRFLOW_HOME, port, sites_file=args.sites, s3_conn=connection_uri_env(
-        s3.endpoint_url, s3.access_key, s3.secret_key))
+        s3.endpoint_url, s3.access_key, s3.secret_key), parallelism=args.parallelism)
     env_file = _write_env_file(env)
     (AIRFLOW_HOME / STATE_FILE).write_text(json.dumps({"port": port}) + "\n")
     airflow = AirflowStandalone(AIRFLOW_HOME, port, env)
@@ -413,12 +461,16 @@ def cmd_up(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     if args.trigger:
-        trigger_demo(airflow)
+        run_id = trigger_demo(airflow)
+        dag_line = f"DAG sitemaps_demo: run {run_id} started: {airflow.url}/dags/sitemaps_demo"
+    else:
+        dag_line = "DAG sitemaps_demo: unpause it and trigger it (or: stack.sh up --trigger)"
     print(f"""
 Airflow is up in {time.monotonic() - t:.0f} s: {airflow.url}
   log in as admin, password {airflow.admin_password()}
   (written by airflow standalone to {AIRFLOW_HOME / PASSWORDS_FILE})
-  DAG sitemaps_demo: unpause it and trigger it (or: stack.sh up --trigger)
+  {dag_line}
+  at most {args.parallelism} tasks at a time (--parallelism)
 S3 (SeaweedFS): {s3.endpoint_url}  bucket s3://{BUCKET}  (Airflow connection {CONN_ID})
   sitemaps: s3://{BUCKET}/public/demo/sitemap_index.xml once a run succeeded
 airflow CLI on this stack: source {env_file}
@@ -469,7 +521,11 @@ def main(argv: list[str] | None = None) -> int:
                          "if free, else any free port)")
     up.add_argument("--urls", type=int, default=100_000, help="demo inventory rows")
     up.add_argument("--sites", type=Path, default=SITES_FILE, help="site configuration file")
-    up.add_argument("--trigger", action="store_true", help="unpause and trigger sitemaps_demo")
+    up.add_argument("--trigger", action="store_true",
+                    help="unpause sitemaps_demo and start exactly one run of it")
+    up.add_argument("--parallelism", type=int, default=machine_parallelism(),
+                    help="tasks at a time, and LocalExecutor worker processes (default: this "
+                         f"machine's cores, {machine_parallelism()})")
     up.add_argument("--timeout", type=float, default=240, help="startup timeout, seconds")
     up.set_defaults(func=cmd_up)
     down = sub.add_parser("down", help="stop airflow standalone and SeaweedFS")

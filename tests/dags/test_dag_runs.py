@@ -155,6 +155,15 @@ def test_dag_run_publishes_what_the_cli_publishes(
     assert extra["generation"] == dm["generation"] and extra["published"] is True
     assert extra["counts"]["published"] == dm["counts"]["published"]
 
+    # The same inventory again: the generation stays live, and announce emits no event
+    # (the asset's consumers run only for a new generation).
+    rc, out, _ = dags_test(env, "sitemaps_parity")
+    assert rc == 0, tail(out)
+    assert env.task_states("sitemaps_parity")[("announce", -1)][0] == "skipped"
+    assert env.query("SELECT count(*) FROM asset_event") == [(1,)]
+    assert read_output(s3_bucket.url("dag/"), max_urls=MAX_URLS).manifest["generation"] == \
+        dm["generation"]
+
 
 def test_terminal_error_fails_at_once_and_publishes_nothing(
         tmp_path: Path, airflow_db: Path, s3_bucket: S3Bucket) -> None:
@@ -199,7 +208,7 @@ def test_dry_run_plans_and_publishes_nothing(
         assert states[(task_id, -1)] == ("success", 1), states
     assert states[("diff", 0)] == ("success", 1), states  # one partition: one mapped diff
     assert states[("plan", 0)] == ("success", 1), states  # one slice: one mapped plan
-    for task_id in ("render", "publish", "gc"):
+    for task_id in ("render", "publish", "announce", "gc"):
         assert states[(task_id, -1)][0] == "skipped", states
     assert "dry run: would publish" in out and "nothing rendered or published" in out
     assert keys(s3_bucket, "out/") == []  # no sitemap, no manifest, and the work files removed

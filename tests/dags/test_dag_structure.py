@@ -14,7 +14,7 @@ from tests.dags.airflow_env import DAGS_FOLDER, ROOT, new_home, requires_airflow
 pytestmark = requires_airflow
 
 TASKS = ["begin", "load", "diff_partitions", "diff", "diff_counts", "plan_slices", "plan",
-         "plan_counts", "render", "publish", "gc", "notify", "finish"]
+         "plan_counts", "render", "publish", "announce", "gc", "notify", "finish"]
 
 TWO_SITES = """
 [defaults]
@@ -140,7 +140,10 @@ def test_one_dag_per_site_with_the_expected_shape(bags: dict[str, dict]) -> None
         assert t["render"]["upstream"] == ["begin", "plan_counts"]
         assert t["publish"]["upstream"] == ["begin", "render"]
         assert t["finish"]["upstream"] == ["begin", "publish"]
-    assert www["tasks"]["publish"]["outlets"] == [
+        # Only announce emits the manifest asset event (it skips a run that changed nothing).
+        assert t["announce"]["upstream"] == ["publish"]
+        assert [k for k, v in t.items() if v["outlets"]] == ["announce"]
+    assert www["tasks"]["announce"]["outlets"] == [
         ["sitemaps_www_manifest", "s3://sitemaps/www/manifest.json"]]
 
 

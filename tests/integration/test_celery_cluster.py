@@ -142,9 +142,10 @@ def test_mapped_render_runs_on_both_workers_and_publishes_what_the_cli_does(
     hosts = {ti["hostname"] for ti in renders}
     assert hosts == {"worker-1", "worker-2"}, [(ti["map_index"], ti["hostname"]) for ti in renders]
 
-    # The CLI path, same inventory and run time (the scheduled run's logical date).
+    # The CLI path, same inventory and run time (when the DAG run started, not the
+    # scheduled run's logical date, a cron tick hours earlier).
     _s3_env(seaweedfs, monkeypatch)
-    run_time = datetime.fromisoformat(dag_run["logical_date"].replace("Z", "+00:00"))
+    run_time = datetime.fromisoformat(dag_run["start_date"].replace("Z", "+00:00"))
     run(RunOptions(inventory=f"s3://{BUCKET}/inventory/inv.parquet", site_url=SITE,
                    out=f"s3://{BUCKET}/cli/", public_url=PUBLIC,
                    limits=Limits(max_urls=MAX_URLS), run_time=run_time))

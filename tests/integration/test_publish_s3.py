@@ -170,7 +170,9 @@ def test_killed_process_leaves_previous_generation(s3_bucket: Any, tmp_path: Pat
     inv1, inv2 = inventory(tmp_path, 300, "a.parquet"), inventory(tmp_path, 320, "b.parquet", 50)
     out = s3_bucket.url("killed")
     run(opts(inv1, out))
-    env = {**os.environ}
+    # A killed run cannot remove its temp folder: give the runs one the test owns.
+    (tmp_path / "tmp").mkdir()
+    env = {**os.environ, "TMPDIR": str(tmp_path / "tmp")}
     cmd = [sys.executable, "-m", "pipeline.cli", "-q", "run", "--inventory", inv2,
            "--site-url", SITE, "--out", out, "--max-urls-per-sitemap", "10"]
     for delay in (0.3, 0.8, 1.5, 2.5):
@@ -197,15 +199,19 @@ def test_two_runs_racing_exactly_one_commits(s3_bucket: Any, tmp_path: Path) -> 
     run(opts(inv_a, out))
     ctxs = [steps.begin(opts(inv, out, run_time=T0 + timedelta(hours=h)))
             for h, inv in ((1, inv_b), (2, inv_a.replace("a.parquet", "b.parquet")))]
-    uris = []
-    for ctx in ctxs:
-        steps.load_step(ctx)
-        steps.diff_step(ctx)
-        steps.plan_step(ctx)
-        uris.append(steps.render_step(ctx, None)["uri"])
-    winner = steps.publish_step(ctxs[0], [uris[0]])
-    with pytest.raises(PublishConflict, match="another generation was published"):
-        steps.publish_step(ctxs[1], [uris[1]])
+    try:
+        uris = []
+        for ctx in ctxs:
+            steps.load_step(ctx)
+            steps.diff_step(ctx)
+            steps.plan_step(ctx)
+            uris.append(steps.render_step(ctx, None)["uri"])
+        winner = steps.publish_step(ctxs[0], [uris[0]])
+        with pytest.raises(PublishConflict, match="another generation was published"):
+            steps.publish_step(ctxs[1], [uris[1]])
+    finally:
+        for ctx in ctxs:
+            steps.finish(ctx)
     assert status(out)["live"] == winner["generation"]
     read_output(out, max_urls=50)
 

@@ -1,0 +1,214 @@
+"""The `sitemaps` command as a user meets it, in a real process: every bad input a user can
+give ends in one `error:` line and its documented exit code, never a traceback; checks of
+`--out` and S3 come before any work; the demo writes what a run writes; a terminal gets one
+line per step."""
+
+from __future__ import annotations
+
+import os
+import pty
+import re
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pipeline.demo import make_inventory
+from tests.output_check import read_output, write_inventory
+
+pytestmark = pytest.mark.integration
+SITE = "https://www.example.com/"
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def sitemaps(*args: str, env: dict[str, str] | None = None, quiet: bool = True
+             ) -> subprocess.CompletedProcess[str]:
+    cmd = [sys.executable, "-m", "pipeline.cli", *(["-q"] if quiet else []), *args]
+    return subprocess.run(cmd, cwd=ROOT, env=env or dict(os.environ), capture_output=True,
+                          text=True, timeout=300)
+
+
+def no_aws_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env.update(AWS_CONFIG_FILE=os.devnull, AWS_SHARED_CREDENTIALS_FILE=os.devnull,
+               AWS_EC2_METADATA_DISABLED="true", **extra)
+    return env
+
+
+@pytest.fixture(scope="module")
+def inventory(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_inventory(tmp_path_factory.mktemp("inv") / "inv.parquet", 500, site=SITE)
+
+
+def unwritable_out(tmp: Path) -> str:
+    """A folder no run can write: below a regular file (root ignores permission bits)."""
+    (tmp / "a-file").write_text("not a folder\n")
+    return str(tmp / "a-file" / "out")
+
+
+#: (name, builds (args, env) from (tmp_path, inventory, s3 bucket), exit code, error text)
+CASES: list[tuple[str, Callable[..., tuple[list[str], dict[str, str] | None]], int, str]] = [
+    ("unwritable out", lambda t, inv, b: (
+        ["run", "--inventory", str(inv), "--site-url", SITE, "--out", unwritable_out(t)], None),
+     2, "is not writable"),
+    ("S3 without credentials", lambda t, inv, b: (
+        ["run", "--inventory", str(inv), "--site-url", SITE, "--out", b.url("out/")],
+        no_aws_env(AWS_ENDPOINT_URL=b.endpoint_url)), 2, "no S3 credentials found"),
+    ("S3 wrong secret", lambda t, inv, b: (
+        ["run", "--inventory", str(inv), "--site-url", SITE, "--out", b.url("out/")],
+        {**os.environ, "AWS_SECRET_ACCESS_KEY": "wrong"}), 2, "refused"),
+    ("S3 bucket missing", lambda t, inv, b: (
+        ["run", "--inventory", str(inv), "--site-url", SITE, "--out", "s3://no-such-bucket-x/o/"],
+        None), 2, "does not exist"),
+    ("S3 unreachable", lambda t, inv, b: (
+        ["run", "--inventory", str(inv), "--site-url", SITE, "--out", b.url("out/")],
+        {**os.environ, "AWS_ENDPOINT_URL": "http://127.0.0.1:9", "SITEMAPS_S3_ATTEMPTS": "1"}),
+     75, "cannot reach the S3 endpoint"),
+    ("site URL without scheme", lambda t, inv, b: (
+        ["run", "--inventory", str(inv), "--site-url", "www.example.com", "--out", str(t / "o")],
+        None), 2, "must start with https://"),
+    ("CSV named .parquet", lambda t, inv, b: (
+        ["run", "--inventory", str(csv(t)), "--site-url", SITE, "--out", str(t / "o")], None),
+     2, "not a Parquet file"),
+    ("inventory missing", lambda t, inv, b: (
+        ["run", "--inventory", str(t / "none.parquet"), "--site-url", SITE, "--out",
+         str(t / "o")], None), 2, "matches no Parquet file"),
+    ("url column of a wrong type", lambda t, inv, b: (
+        ["run", "--inventory", str(write_inventory(t / "int.parquet", {"url": [1, 2]})),
+         "--site-url", SITE, "--out", str(t / "o")], None), 2, "must be a string"),
+    ("limit out of range", lambda t, inv, b: (
+        ["run", "--inventory", str(inv), "--site-url", SITE, "--out", str(t / "o"),
+         "--max-urls-per-sitemap", "0"], None), 2, "--max-urls-per-sitemap must be"),
+    ("unsupported storage", lambda t, inv, b: (
+        ["run", "--inventory", str(inv), "--site-url", SITE, "--out", "gs://bucket/x"], None),
+     2, "unsupported storage URI"),
+    ("status of nothing", lambda t, inv, b: (["status", "--out", str(t / "typo")], None),
+     1, "no generation at "),
+    ("validate nothing", lambda t, inv, b: (["validate", "--out", str(t / "typo")], None),
+     1, "no generation at "),
+    ("gc of nothing", lambda t, inv, b: (["gc", "--out", str(t / "typo")], None),
+     1, "no generation at "),
+    ("report of nothing", lambda t, inv, b: (["report", "--out", str(t / "typo")], None),
+     2, "no live generation yet"),
+    ("robots of nothing", lambda t, inv, b: (
+        ["robots", "--out", str(t / "typo"), "--robots", str(t / "robots.txt")], None),
+     2, "no live generation yet"),
+    ("diff without --out or --state", lambda t, inv, b: (
+        ["diff", "--inventory", str(inv)], None), 2, "give either --out"),
+]
+
+
+def csv(tmp: Path) -> Path:
+    path = tmp / "urls.parquet"
+    path.write_text("url,lastmod\nhttps://www.example.com/a,2026-01-01\n")
+    return path
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_bad_input_is_one_line_and_its_exit_code(
+        case: tuple[str, Callable[..., Any], int, str], tmp_path: Path, inventory: Path,
+        s3_bucket: Any) -> None:
+    _, build, code, text = case
+    args, env = build(tmp_path, inventory, s3_bucket)
+    proc = sitemaps(*args, env=env)
+    assert proc.returncode == code, proc.stderr
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and text in lines[0], proc.stderr
+    assert proc.stdout == ""
+    # Without -q: the logs of the work done before it, and the error still once.
+    proc = sitemaps(*args, env=env, quiet=False)
+    assert proc.returncode == code
+    assert "Traceback" not in proc.stderr
+    assert [ln for ln in proc.stderr.splitlines() if "error" in ln.lower()] == [lines[0]]
+
+
+@pytest.mark.parametrize("out", ["unwritable", "s3 without credentials"])
+def test_out_and_credentials_are_checked_before_any_work(
+        out: str, tmp_path: Path, inventory: Path, s3_bucket: Any) -> None:
+    if out == "unwritable":
+        args, env = ["--out", unwritable_out(tmp_path)], None
+    else:
+        args, env = ["--out", s3_bucket.url("out/")], no_aws_env(
+            AWS_ENDPOINT_URL=s3_bucket.endpoint_url)
+    proc = sitemaps("run", "--inventory", str(inventory), "--site-url", SITE, *args, env=env,
+                    quiet=False)
+    assert proc.returncode == 2
+    assert not re.search(r"INFO pipeline\.(steps|load|diff|plan|render): ", proc.stderr), \
+        proc.stderr
+
+
+def test_diff_json_names_no_deleted_file(tmp_path: Path, inventory: Path) -> None:
+    out = tmp_path / "out"
+    assert sitemaps("run", "--inventory", str(inventory), "--site-url", SITE,
+                    "--out", str(out)).returncode == 0
+    for args in (["--out", str(out)], ["--state", str(out / "_state"), "--site-url", SITE]):
+        proc = sitemaps("diff", "--inventory", str(inventory), *args, "--json")
+        assert proc.returncode == 0, proc.stderr
+        for path in re.findall(r'"(/[^"]+)"', proc.stdout):
+            assert Path(path).exists(), f"diff --json names {path}, which does not exist"
+        assert "changes_uris" not in proc.stdout and '"counts"' in proc.stdout
+
+
+def test_demo_writes_what_a_run_writes(tmp_path: Path) -> None:
+    out = tmp_path / "demo"
+    proc = sitemaps("demo", "--urls", "2000", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    for name in ("sitemap_index.xml", "report.html", "feed.atom", "robots-sitemaps.txt"):
+        assert (out / name).is_file(), name
+    assert "feed.atom" in (out / "robots-sitemaps.txt").read_text()
+    inventory = tmp_path / "demo-inventory" / "inventory.parquet"
+    assert inventory.is_file()
+    assert not list(out.rglob("*inventory*")) and not (out / "_demo").exists()
+    assert f"report: {out / 'report.html'}" in proc.stdout
+    assert f"inventory: {inventory}" in proc.stdout
+    read_output(str(out))
+    assert sitemaps("validate", "--out", str(out)).returncode == 0
+
+
+def _on_a_terminal(args: list[str]) -> tuple[int, str]:
+    """Runs the CLI with stdout and stderr on a pseudo-terminal; returns its code and screen."""
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "pipeline.cli", *args], cwd=ROOT,
+                            stdin=subprocess.DEVNULL, stdout=follower, stderr=follower)
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            data = os.read(leader, 65536)
+        except OSError:  # EIO: the other side closed
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(leader)
+    return proc.wait(timeout=300), b"".join(chunks).decode(errors="replace")
+
+
+def _screen_lines(raw: str) -> list[str]:
+    """What a terminal shows: each line as left by its last carriage return and erase."""
+    return [line.split("\r\x1b[K")[-1].rstrip("\r") for line in raw.split("\n") if line.strip()]
+
+
+def test_a_terminal_gets_one_line_per_step_and_errors_once(tmp_path: Path,
+                                                           inventory: Path) -> None:
+    for again in (False, True):  # a first run, then one with nothing to write
+        code, raw = _on_a_terminal(["run", "--inventory", str(inventory), "--site-url", SITE,
+                                    "--out", str(tmp_path / "out")])
+        assert code == 0, raw
+        lines = _screen_lines(raw)
+        assert not any(" INFO " in ln for ln in lines), lines
+        steps = [ln.split(":")[0].split(" ")[0] for ln in lines if ln.startswith(
+            ("load", "diff", "plan", "render", "publish", "notify", "gc"))]
+        assert steps == ["load", "diff", "plan", "render", "publish", "notify", "gc"], lines
+        assert again or any(ln.startswith("report: ") for ln in lines), lines
+
+    code, raw = _on_a_terminal(["run", "--inventory", str(csv(tmp_path)), "--site-url", SITE,
+                                "--out", str(tmp_path / "out2")])
+    assert code == 2
+    lines = _screen_lines(raw)
+    assert [ln for ln in lines if "error" in ln.lower()] == [
+        ln for ln in lines if ln.startswith("error: ") and "not a Parquet file" in ln], lines
+    assert len([ln for ln in lines if "error" in ln.lower()]) == 1, lines
