@@ -1,4 +1,4 @@
-"""The `sitemaps` command line: run, demo, diff, status, gc."""
+"""The `sitemaps` command line: run, demo, diff, status, repair, gc."""
 
 from __future__ import annotations
 
@@ -51,6 +51,9 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--plan-slice-rows", type=int, metavar="N",
                    help="plan at most about N URLs at a time (default 4,000,000, "
                         "SITEMAPS_PLAN_SLICE_ROWS): bounds plan's memory and temp disk")
+    p.add_argument("--no-conditional-write-check", action="store_true",
+                   help="do not probe that the S3 server refuses a failed conditional write "
+                        "(only for a server known to honour If-Match / If-None-Match)")
     p.add_argument("--json", action="store_true", help="print the run summary as JSON")
     p.add_argument("--feed-days", type=float, default=7.0,
                    help="feed.atom lists the changes of this many days (default 7; 0: no feed)")
@@ -89,7 +92,15 @@ def build_parser() -> argparse.ArgumentParser:
                    help="diff in N hash partitions (default: automatic, as for run)")
     p.add_argument("--json", action="store_true")
 
-    p = sub.add_parser("status", help="the live generation of an output")
+    p = sub.add_parser("status", help="the live generation of an output, and whether every "
+                                      "file it serves is in place (exit 1 if not)")
+    p.add_argument("--out", required=True)
+    p.add_argument("--deep", action="store_true",
+                   help="also read every shard and check its sha256 against the manifest")
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("repair", help="make the newest intact generation live again when "
+                                      "manifest.json is empty or broken")
     p.add_argument("--out", required=True)
     p.add_argument("--json", action="store_true")
 
@@ -123,7 +134,8 @@ def _options(args: argparse.Namespace) -> Any:
         feed_days=args.feed_days or None, report=not args.no_report,
         indexnow_key=args.indexnow_key, indexnow_key_location=args.indexnow_key_location,
         indexnow_endpoint=args.indexnow_endpoint, diff_partitions=args.diff_partitions,
-        plan_slice_rows=args.plan_slice_rows)
+        plan_slice_rows=args.plan_slice_rows,
+        check_conditional_writes=not args.no_conditional_write_check)
 
 
 def _print_summary(summary: dict[str, Any], as_json: bool) -> None:
@@ -170,13 +182,26 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_status(args: argparse.Namespace) -> int:
     from pipeline.status import status
 
-    report = status(args.out)
+    report = status(args.out, deep=args.deep)
     if args.json:
         print(json.dumps(report, indent=2, sort_keys=True))
     else:
         for k, v in report.items():
             print(f"{k}: {v}")
-    return 0 if report.get("root_index_matches", True) else 1
+    return 0 if report["ok"] else 1
+
+
+def cmd_repair(args: argparse.Namespace) -> int:
+    from pipeline.status import repair
+
+    report = repair(args.out)
+    if args.json:
+        print(json.dumps(report, indent=2, sort_keys=True))
+    elif report["repaired"]:
+        print(f"generation {report['live']} is live again (was: {report['previous'] or 'unreadable'})")
+    else:
+        print(f"generation {report['live']} is live and intact; nothing to repair")
+    return 0
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
@@ -237,7 +262,7 @@ def cmd_gc(args: argparse.Namespace) -> int:
 
 
 COMMANDS = {"run": cmd_run, "demo": cmd_demo, "status": cmd_status, "diff": cmd_diff,
-            "gc": cmd_gc}
+            "gc": cmd_gc, "repair": cmd_repair}
 
 
 def _notify_commands() -> None:
