@@ -102,6 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("repair", help="make the newest intact generation live again when "
                                       "manifest.json is empty or broken")
     p.add_argument("--out", required=True)
+    p.add_argument("--state", help="state URI (default: <out>/_state)")
     p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("gc", help="delete files no kept generation references")
@@ -194,7 +195,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 def cmd_repair(args: argparse.Namespace) -> int:
     from pipeline.status import repair
 
-    report = repair(args.out)
+    report = repair(args.out, args.state)
     if args.json:
         print(json.dumps(report, indent=2, sort_keys=True))
     elif report["repaired"]:

@@ -104,6 +104,19 @@ def read_live(out_uri: str) -> LiveState:
     return LiveState(parse_manifest(data, out.uri(LIVE_MANIFEST_KEY), out_uri), etag)
 
 
+def state_files(state_uri: str, generation: str) -> dict[str, str]:
+    """The URIs of a generation's private state files. The served manifest names none of
+    them: a run finds them from its --state and the generation id."""
+    return {name: storage.join(state_uri, GENERATIONS_FOLDER, generation, f"{name}.parquet")
+            for name in ("snapshot", "rejects", "changes")}
+
+
+def snapshot_uri(manifest: dict[str, Any], state_uri: str) -> str:
+    """The snapshot of `manifest`'s generation (manifests before issue 14 named it)."""
+    return (manifest.get("state") or {}).get("snapshot") or \
+        state_files(state_uri, manifest["generation"])["snapshot"]
+
+
 def live_files(manifest: dict[str, Any]) -> dict[str, int]:
     """Every file the manifest's generation serves, with its stored size."""
     files = {s["key"]: int(s["gzip_bytes"]) for s in manifest["sitemaps"]}
@@ -244,7 +257,7 @@ def publish(out_uri: str, *, rendered: list[RenderedFile], live: LiveState, site
         "counts": {**counts, "published": published, "sitemaps": len(sitemaps)},
         "committed": committed,
         "retired": retired,
-        "state": state_files,
+        # What the state files must be, never where they are: served files name nothing private.
         "state_check": state_check,
         "warnings": warnings,
     }

@@ -19,6 +19,7 @@ from pipeline.publish import (
     parse_manifest,
     read_live,
     repair_root,
+    snapshot_uri,
 )
 
 log = logging.getLogger(__name__)
@@ -63,7 +64,8 @@ def status(out_uri: str, deep: bool = False) -> dict[str, Any]:
     }
 
 
-def _intact(out: storage.Storage, gen: str, out_uri: str) -> dict[str, Any] | None:
+def _intact(out: storage.Storage, gen: str, out_uri: str, state_uri: str
+            ) -> dict[str, Any] | None:
     raw = out.read_bytes_or_none(f"{GENERATIONS_FOLDER}/{gen}/manifest.json")
     if raw is None:
         return None
@@ -73,18 +75,17 @@ def _intact(out: storage.Storage, gen: str, out_uri: str) -> dict[str, Any] | No
         return None
     if m["generation"] != gen or missing_files(out, m):
         return None
-    snapshot = (m.get("state") or {}).get("snapshot")
-    if snapshot:
-        from pipeline import integrity
+    from pipeline import integrity
 
-        try:
-            integrity.verify(snapshot, (m.get("state_check") or {}).get("snapshot", {}), "", "")
-        except LiveStateCorrupt:
-            return None
+    try:
+        integrity.verify(snapshot_uri(m, state_uri),
+                         (m.get("state_check") or {}).get("snapshot", {}), "", "")
+    except LiveStateCorrupt:
+        return None
     return m
 
 
-def repair(out_uri: str) -> dict[str, Any]:
+def repair(out_uri: str, state_uri: str | None = None) -> dict[str, Any]:
     """Make the newest intact generation live when the live manifest is unusable.
 
     Intact: its manifest parses, every file it lists is there with its size, and its
@@ -93,6 +94,7 @@ def repair(out_uri: str) -> dict[str, Any]:
     it is (only its root files are brought in line).
     """
     out = storage.open_storage(out_uri)
+    state_uri = state_uri or storage.join(out_uri, "_state")
     data, etag = out.read_with_etag(LIVE_MANIFEST_KEY)
     live_gen = None
     if data is not None:
@@ -101,7 +103,7 @@ def repair(out_uri: str) -> dict[str, Any]:
         except LiveStateCorrupt:
             pass
     if live_gen is not None:
-        m = _intact(out, live_gen, out_uri)
+        m = _intact(out, live_gen, out_uri, state_uri)
         if m is not None and m == json.loads(data):  # type: ignore[arg-type]
             fixed = repair_root(out, m)
             return {"out": out_uri, "live": live_gen, "repaired": False, "root_files_fixed": fixed}
@@ -110,7 +112,7 @@ def repair(out_uri: str) -> dict[str, Any]:
     for gen in gens:
         if gen == live_gen:
             continue
-        m = _intact(out, gen, out_uri)
+        m = _intact(out, gen, out_uri, state_uri)
         if m is None:
             log.info("repair: generation %s is not intact; trying an older one", gen)
             continue

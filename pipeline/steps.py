@@ -26,6 +26,7 @@ from pipeline.publish import (
     publish,
     read_live,
     repair_hint,
+    snapshot_uri,
 )
 from pipeline.render import RenderedFile
 from pipeline.urls import Site
@@ -110,7 +111,8 @@ def begin(opts: RunOptions) -> dict[str, Any]:
 
         lease.acquire(opts.out, lease_owner, opts.lease_seconds)
     live = read_live(opts.out)
-    snapshot = opts.compare_snapshot or (live.manifest or {}).get("state", {}).get("snapshot")
+    snapshot = opts.compare_snapshot or (snapshot_uri(live.manifest, opts.state_uri)
+                                         if live.manifest else None)
     if snapshot and not opts.compare_snapshot:
         from pipeline import integrity
 

@@ -27,7 +27,7 @@ from pipeline.gc import collect, collect_work_folders, decide, gc, make_work_fol
 from pipeline.run import run
 from pipeline.status import repair, status
 from tests.integration.test_publish_s3 import SITE, T0, inventory, opts
-from tests.output_check import read_output, write_inventory
+from tests.output_check import read_output, state_file, write_inventory
 
 pytestmark = pytest.mark.integration
 
@@ -172,7 +172,7 @@ def test_a_damaged_snapshot_fails_with_exit_2_and_repair_restores(
     inv = inventory(tmp_path, 100)
     first = run(opts(inv, out))
     run(opts(inventory(tmp_path, 103, "b.parquet"), out, run_time=T0 + timedelta(hours=1)))
-    key = _manifest(out)["state"]["snapshot"].removeprefix(f"s3://{s3_bucket.name}/")
+    key = state_file(out, _manifest(out), "snapshot").removeprefix(f"s3://{s3_bucket.name}/")
     raw = s3_bucket.client.get_object(Bucket=s3_bucket.name, Key=key)["Body"].read()
     if damage == "truncated":
         body = raw[: len(raw) // 2]
@@ -254,10 +254,13 @@ def test_a_loser_that_reused_a_shard_the_winner_dropped_exits_3(
     out = s3_bucket.url("loser")
     base = inventory(tmp_path, 90, "base.parquet")
     run(opts(base, out))
-    # The winner drops the blog section; the loser keeps it (reusing its shards).
-    products = [f"{SITE}product/{i:05d}?a=1&b='x'" for i in range(90) if i % 3]
-    winner_inv = str(write_inventory(tmp_path / "w.parquet", {"url": products}))
-    loser_inv = inventory(tmp_path, 95, "l.parquet")
+    # The winner drops the product section; the loser keeps it (reusing its shards) and
+    # adds blog posts.
+    urls = [f"{SITE}{'product' if i % 3 else 'blog'}/{i:05d}?a=1&b='x'" for i in range(90)]
+    blog = [u for u in urls if "/blog/" in u]
+    winner_inv = str(write_inventory(tmp_path / "w.parquet", {"url": blog}))
+    loser_inv = str(write_inventory(tmp_path / "l.parquet", {
+        "url": urls + [f"{SITE}blog/new-{i}" for i in range(5)]}))
     ctxs = [steps.begin(opts(inv, out, run_time=T0 + timedelta(hours=h), allow_shrink=True))
             for h, inv in ((1, winner_inv), (2, loser_inv))]
     uris = []
@@ -267,6 +270,7 @@ def test_a_loser_that_reused_a_shard_the_winner_dropped_exits_3(
         steps.plan_step(ctx)
         uris.append(steps.render_step(ctx, None)["uri"])
     steps.publish_step(ctxs[0], [uris[0]])
+    assert steps.live_keys(ctxs[1]) - _shard_keys(out)  # shards the loser reuses are gone
     with pytest.raises(PublishConflict, match="another generation was published") as exc:
         steps.publish_step(ctxs[1], [uris[1]])
     assert exc.value.exit_code == 3
@@ -420,3 +424,21 @@ def test_gc_collects_temporary_files_and_dead_work_folders(tmp_path: Path,
     assert collect_work_folders(datetime.now(UTC) - timedelta(hours=48)) == 1
     assert Path(live).exists() and not Path(dead).exists()
     release_work_folder(live)
+
+
+# -- 16: served files name nothing private -----------------------------------------------------
+
+def test_the_served_manifest_names_no_private_state(s3_bucket: Any, tmp_path: Path) -> None:
+    out = s3_bucket.url("private")
+    inv = inventory(tmp_path, 80)
+    run(opts(inv, out))
+    run(opts(inventory(tmp_path, 85, "b.parquet"), out, run_time=T0 + timedelta(hours=1)))
+    store = storage.open_storage(out)
+    served = [k for k in (o.key for o in store.list("")) if not k.startswith("_state/")
+              and k.endswith((".json", ".xml", ".txt", ".atom", ".html"))]
+    assert "manifest.json" in served
+    for key in served:
+        body = store.read_bytes(key)
+        assert b"_state" not in body and b"s3://" not in body, key
+    # The run still finds its snapshot (from --state): the second run diffed against it.
+    assert _manifest(out)["counts"]["unchanged"] == 80
