@@ -49,7 +49,7 @@ CACHE_SHORT = "public, max-age=300"
 S3_PART_SIZE = 16 * 1024 * 1024
 #: Prefix of a local write's temporary file (beside its target, so os.replace is atomic).
 TEMP_PREFIX = ".tmp-"
-#: The object the conditional-write probe writes (at the output root; it holds "{}").
+#: The object the conditional-write probe writes and deletes (at the output root).
 PROBE_KEY = "_conditional_write_probe.json"
 
 _UMASK = os.umask(0)
@@ -560,12 +560,14 @@ class S3Storage(Storage):
     def check_conditional_writes(self) -> None:
         # An If-None-Match: * PUT on an existing key must answer 412; a server that
         # ignores the header would let two racing commits both "win".
-        if not self.exists(PROBE_KEY):  # written once: a run with no change writes nothing
-            self.write_bytes(PROBE_KEY, b"{}")
+        # Removed again at once: the output keeps no trace of the probe.
+        self.write_bytes(PROBE_KEY, b"{}")
         try:
             self.put_if(PROBE_KEY, b"{}", if_match=None)
         except PublishConflict:
             return
+        finally:
+            self.delete([PROBE_KEY])
         raise ConfigError(
             f"the S3 server of {self.root} ignored a conditional write (If-None-Match: * on an "
             "existing object was accepted), so a run racing another could overwrite its "
