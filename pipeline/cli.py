@@ -1,5 +1,5 @@
-"""The `sitemaps` command line: run, demo, diff, status, validate, gc, robots, feed, report,
-indexnow-key.
+"""The `sitemaps` command line: run, demo, diff, status, repair, validate, gc, robots, feed,
+report, indexnow-key.
 
 Every failure a user can cause ends in one `error:` line on stderr and a documented exit
 code (EXIT_CODES); `--debug` shows the traceback of an unexpected error instead.
@@ -85,6 +85,9 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--plan-slice-rows", type=int, metavar="N",
                    help="plan at most about N URLs at a time (default 4,000,000, "
                         "SITEMAPS_PLAN_SLICE_ROWS): bounds plan's memory and temp disk")
+    p.add_argument("--no-conditional-write-check", action="store_true",
+                   help="do not probe that the S3 server refuses a failed conditional write "
+                        "(only for a server known to honour If-Match / If-None-Match)")
     p.add_argument("--json", action="store_true", help="print the run summary as JSON")
     p.add_argument("--feed-days", type=float, default=7.0,
                    help="feed.atom lists the changes of this many days (default 7; 0: no feed)")
@@ -150,10 +153,19 @@ def build_parser() -> argparse.ArgumentParser:
                    help="diff in N hash partitions (default: automatic, as for run)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
 
-    p = add("status", "the live generation of an output: counts, age, root index agreement",
-            "sitemaps status --out s3://www-sitemaps/sitemaps/")
+    p = add("status", "the live generation of an output: counts, age, whether every file it "
+                      "serves is in place and the root index agrees (exit 1 if not)",
+            "sitemaps status --out s3://www-sitemaps/sitemaps/ --deep")
     p.add_argument("--out", required=True, help="local folder or s3://bucket/prefix/")
+    p.add_argument("--deep", action="store_true",
+                   help="also read every shard and check its sha256 against the manifest")
     p.add_argument("--json", action="store_true", help="print the status as JSON")
+
+    p = add("repair", "make the newest intact generation live again when manifest.json is "
+                      "empty or broken", "sitemaps repair --out s3://www-sitemaps/sitemaps/")
+    p.add_argument("--out", required=True, help="local folder or s3://bucket/prefix/")
+    p.add_argument("--state", help="state URI (default: <out>/_state)")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
 
     p = add("validate", "check every live file against the sitemap XSDs and the protocol's "
                         "limits, the index references and the manifest's sizes and sha256s",
@@ -196,7 +208,8 @@ def _options(args: argparse.Namespace) -> Any:
         feed_days=args.feed_days or None, report=not args.no_report,
         indexnow_key=args.indexnow_key, indexnow_key_location=args.indexnow_key_location,
         indexnow_endpoint=args.indexnow_endpoint, diff_partitions=args.diff_partitions,
-        plan_slice_rows=args.plan_slice_rows)
+        plan_slice_rows=args.plan_slice_rows,
+        check_conditional_writes=not args.no_conditional_write_check)
 
 
 def _print_summary(summary: dict[str, Any], as_json: bool) -> None:
@@ -272,7 +285,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_status(args: argparse.Namespace) -> int:
     from pipeline.status import status
 
-    report = status(args.out)
+    report = status(args.out, deep=args.deep)
     if args.json:
         print(json.dumps(report, indent=2, sort_keys=True))
     elif report["live"] is not None:
@@ -281,7 +294,20 @@ def cmd_status(args: argparse.Namespace) -> int:
     if report["live"] is None:  # a typo in --out must not look like a healthy output
         print(f"error: no generation at {args.out}", file=sys.stderr)
         return 1
-    return 0 if report.get("root_index_matches", True) else 1
+    return 0 if report["ok"] else 1
+
+
+def cmd_repair(args: argparse.Namespace) -> int:
+    from pipeline.status import repair
+
+    report = repair(args.out, args.state)
+    if args.json:
+        print(json.dumps(report, indent=2, sort_keys=True))
+    elif report["repaired"]:
+        print(f"generation {report['live']} is live again (was: {report['previous'] or 'unreadable'})")
+    else:
+        print(f"generation {report['live']} is live and intact; nothing to repair")
+    return 0
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -379,7 +405,7 @@ def cmd_gc(args: argparse.Namespace) -> int:
 
 
 COMMANDS = {"run": cmd_run, "demo": cmd_demo, "status": cmd_status, "diff": cmd_diff,
-            "validate": cmd_validate, "gc": cmd_gc}
+            "validate": cmd_validate, "gc": cmd_gc, "repair": cmd_repair}
 
 
 def _notify_commands() -> None:

@@ -54,8 +54,20 @@ class TooManyRejects(TerminalError):
     exit_code = 5
 
 
-class InternalError(TerminalError):
-    """A broken invariant of the pipeline itself: a bug, which a retry would only repeat."""
+class LiveStateCorrupt(TerminalError):
+    """The live manifest or its snapshot is unreadable or does not match what was recorded.
+
+    A retry cannot help and publishing over it would lose history: repair first
+    (`sitemaps repair --out URI`, see the README).
+    """
+
+
+class InternalError(TerminalError, RuntimeError):
+    """An invariant of the pipeline itself failed: a bug, not the input's fault.
+
+    Terminal (a retry runs the same code on the same data). A RuntimeError too, so
+    callers that caught the bare RuntimeError it replaces still catch it.
+    """
 
     exit_code = 70  # EX_SOFTWARE
 

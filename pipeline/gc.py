@@ -1,22 +1,39 @@
 """Garbage collection: delete files that no kept generation references, after a grace period.
 
 Kept: the live generation and the ones before it, `keep` in all (from the
-live manifest's history). A file is deleted only if none of them references
-it AND it is older than the grace period, since crawlers hold an old index
-for a while and a run in progress has uploaded files it has not committed
-yet. Incomplete multipart uploads older than the grace period are aborted.
+live manifest's history), and every generation of the last `keep_days`. The
+grace period protects two kinds of files:
+
+- those of a generation that stopped being live less than `grace_hours` ago
+  (the manifest records when each was retired): a crawler that fetched its index
+  just before the swap still finds every file it lists, however old the file is;
+- those no generation references (a run in progress, or a failed one) that were
+  written less than `grace_hours` ago.
+
+GC decides from one listing, then looks again just before it deletes (`collect`):
+the live manifest is read again and the folders listed again, and a file that the
+live generation now lists, or that was written since (a run that brought content
+back rewrites the same digest key), is not deleted. Incomplete multipart uploads,
+temporary files of interrupted local writes and the work folders of dead local
+runs older than the grace period go too.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from pathlib import Path
+from typing import Any, BinaryIO
 
 from pipeline import storage
 from pipeline.plan import SHARDS_FOLDER
-from pipeline.publish import GENERATIONS_FOLDER, read_live
+from pipeline.publish import GENERATIONS_FOLDER, read_live, utcnow
 
 log = logging.getLogger(__name__)
 
@@ -24,6 +41,11 @@ DEFAULT_KEEP = 3
 DEFAULT_GRACE_HOURS = 48.0
 #: Generations of the last days kept too: the change feed covers 7 days.
 DEFAULT_KEEP_DAYS = 7.0
+#: A run's own work folder in the temp directory (pipeline.steps.begin makes it).
+WORK_FOLDER_PREFIX = "sitemaps-work-"
+#: The file a live run holds an exclusive lock on inside its work folder.
+WORK_LOCK = ".lock"
+_held_locks: dict[str, BinaryIO] = {}
 
 
 def referenced_keys(out: storage.Storage, generations: list[str]) -> set[str]:
@@ -41,42 +63,150 @@ def referenced_keys(out: storage.Storage, generations: list[str]) -> set[str]:
     return keys
 
 
+def _time(text: str) -> datetime:
+    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+
+
+@dataclass
+class Decision:
+    """What GC would delete, decided from one listing; `collect` looks again first."""
+
+    out_uri: str
+    state_uri: str
+    cutoff: datetime
+    kept: list[str]
+    doomed: list[str] = field(default_factory=list)
+    doomed_state: list[str] = field(default_factory=list)
+    temporaries: list[str] = field(default_factory=list)
+    state_temporaries: list[str] = field(default_factory=list)
+
+
+def decide(out_uri: str, state_uri: str, *, keep: int = DEFAULT_KEEP,
+           grace_hours: float = DEFAULT_GRACE_HOURS, now: datetime | None = None,
+           keep_days: float = DEFAULT_KEEP_DAYS) -> Decision:
+    """What no kept or recently retired generation references, written before the grace."""
+    if keep < 1:
+        raise ValueError("keep must be at least 1: the live generation is always kept")
+    now = now or utcnow()
+    cutoff = now - timedelta(hours=grace_hours)
+    live = read_live(out_uri)
+    if live.manifest is None:
+        return Decision(out_uri, state_uri, cutoff, [])
+    out = storage.open_storage(out_uri)
+    state = storage.open_storage(state_uri)
+    history = list(live.manifest.get("history") or [live.manifest["generation"]])
+    # The last `keep` generations, and every one of the last `keep_days` (the feed and the
+    # report's trend read them); generation ids start with their UTC time.
+    since = (now - timedelta(days=keep_days)).strftime("%Y%m%dT%H%M%SZ")
+    kept = history[:keep] + [g for g in history[keep:] if g >= since]
+    # Grace counts from retirement: a generation live until a moment ago keeps all its files.
+    retired = live.manifest.get("retired") or {}
+    in_grace = [g for g in history if g not in kept and g in retired
+                and _time(retired[g]) > cutoff]
+    needed = referenced_keys(out, kept + in_grace)
+    # The live manifest itself must never lose what it lists, whatever the history says.
+    needed.update(live_keys(live.manifest))
+    doomed = [o.key for folder in (f"{SHARDS_FOLDER}/", f"{GENERATIONS_FOLDER}/")
+              for o in out.list(folder) if o.key not in needed and o.modified < cutoff]
+    kept_state = {f"{GENERATIONS_FOLDER}/{g}/" for g in kept + in_grace}
+    doomed_state = [o.key for folder in (f"{GENERATIONS_FOLDER}/", "runs/")
+                    for o in state.list(folder)
+                    if not any(o.key.startswith(k) for k in kept_state) and o.modified < cutoff]
+    temporaries = [o.key for o in out.list_temporaries() if o.modified < cutoff]
+    state_temporaries = [o.key for o in state.list_temporaries() if o.modified < cutoff] \
+        if state.root != out.root else []
+    return Decision(out_uri, state_uri, cutoff, kept + in_grace, doomed, doomed_state,
+                    temporaries, state_temporaries)
+
+
+def live_keys(manifest: dict[str, Any]) -> set[str]:
+    return {s["key"] for s in manifest["sitemaps"]} | {
+        i["generation_key"] for i in manifest["indexes"]}
+
+
+def collect(decision: Decision) -> tuple[list[str], int]:
+    """Delete what `decision` doomed and still is: returns (deleted keys, aborted uploads).
+
+    Looks again first, since a run may have committed or rewritten a key meanwhile.
+    """
+    out = storage.open_storage(decision.out_uri)
+    state = storage.open_storage(decision.state_uri)
+    live = read_live(decision.out_uri)
+    spared = live_keys(live.manifest) if live.manifest else set()
+    if live.manifest and live.manifest["generation"] not in decision.kept:
+        spared |= referenced_keys(out, [live.manifest["generation"]])
+    folders = {k.rpartition("/")[0] + "/" for k in decision.doomed}
+    if folders:
+        # One fresh listing: only files still older than the grace period go.
+        old = {o.key for f in sorted({f.split("/")[0] + "/" for f in folders})
+               for o in out.list(f) if o.modified < decision.cutoff}
+    else:
+        old = set()
+    doomed = [k for k in decision.doomed if k in old and k not in spared]
+    if len(doomed) < len(decision.doomed):
+        log.info("gc: %d file(s) spared: written or made live again since GC listed them",
+                 len(decision.doomed) - len(doomed))
+    out.delete(doomed)
+    state.delete(decision.doomed_state)
+    out.delete(decision.temporaries)
+    state.delete(decision.state_temporaries)
+    aborted = out.abort_incomplete_uploads(decision.cutoff)
+    if state.root != out.root:
+        aborted += state.abort_incomplete_uploads(decision.cutoff)
+    return doomed, aborted
+
+
 def gc(out_uri: str, state_uri: str, *, keep: int = DEFAULT_KEEP,
        grace_hours: float = DEFAULT_GRACE_HOURS, dry_run: bool = False,
        now: datetime | None = None, keep_days: float = DEFAULT_KEEP_DAYS) -> dict[str, Any]:
     """Delete (or, with `dry_run`, list) what no kept generation references."""
-    if keep < 1:
-        raise ValueError("keep must be at least 1: the live generation is always kept")
-    out = storage.open_storage(out_uri)
-    state = storage.open_storage(state_uri)
-    live = read_live(out_uri)
-    cutoff = (now or datetime.now(UTC)) - timedelta(hours=grace_hours)
-    if live.manifest is None:
-        return {"kept_generations": [], "deleted": [], "dry_run": dry_run, "aborted_uploads": 0}
-    history = list(live.manifest.get("history") or [live.manifest["generation"]])
-    # The last `keep` generations, and every one of the last `keep_days` (the feed and the
-    # report's trend read them); generation ids start with their UTC time.
-    since = ((now or datetime.now(UTC)) - timedelta(days=keep_days)).strftime("%Y%m%dT%H%M%SZ")
-    kept = history[:keep] + [g for g in history[keep:] if g >= since]
-    needed = referenced_keys(out, kept)
-    # The live manifest itself must never lose what it lists, whatever the history says.
-    needed.update(s["key"] for s in live.manifest["sitemaps"])
-    needed.update(i["generation_key"] for i in live.manifest["indexes"])
-    doomed = [o.key for folder in (f"{SHARDS_FOLDER}/", f"{GENERATIONS_FOLDER}/")
-              for o in out.list(folder) if o.key not in needed and o.modified < cutoff]
-    kept_state = {f"{GENERATIONS_FOLDER}/{g}/" for g in kept}
-    doomed_state = [o.key for folder in (f"{GENERATIONS_FOLDER}/", "runs/")
-                    for o in state.list(folder)
-                    if not any(o.key.startswith(k) for k in kept_state) and o.modified < cutoff]
-    aborted = 0
+    d = decide(out_uri, state_uri, keep=keep, grace_hours=grace_hours, now=now,
+               keep_days=keep_days)
+    deleted, aborted, work = d.doomed, 0, 0
     if not dry_run:
-        out.delete(doomed)
-        state.delete(doomed_state)
-        aborted = out.abort_incomplete_uploads(cutoff)
-        if state.root != out.root:
-            aborted += state.abort_incomplete_uploads(cutoff)
-    log.info("gc: %s %d output and %d state files (keeping generations %s, grace %.0f h); "
-             "%d incomplete uploads aborted", "would delete" if dry_run else "deleted",
-             len(doomed), len(doomed_state), ", ".join(kept), grace_hours, aborted)
-    return {"kept_generations": kept, "deleted": doomed,
-            "deleted_state": doomed_state, "dry_run": dry_run, "aborted_uploads": aborted}
+        deleted, aborted = collect(d)
+        work = collect_work_folders(d.cutoff)
+    log.info("gc: %s %d output and %d state files and %d temporary file(s) (keeping "
+             "generations %s, grace %.0f h); %d incomplete uploads aborted, %d dead work "
+             "folder(s) removed", "would delete" if dry_run else "deleted", len(deleted),
+             len(d.doomed_state), len(d.temporaries) + len(d.state_temporaries),
+             ", ".join(d.kept), grace_hours, aborted, work)
+    return {"kept_generations": d.kept, "deleted": deleted, "deleted_state": d.doomed_state,
+            "deleted_temporaries": d.temporaries + d.state_temporaries, "dry_run": dry_run,
+            "aborted_uploads": aborted, "work_folders_removed": work}
+
+
+def make_work_folder() -> str:
+    """A run's own work folder in the temp directory, locked while this process lives."""
+    path = tempfile.mkdtemp(prefix=WORK_FOLDER_PREFIX)
+    lock = open(os.path.join(path, WORK_LOCK), "wb")  # noqa: SIM115 - held until release
+    fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    _held_locks[path] = lock
+    return path
+
+
+def release_work_folder(path: str) -> None:
+    lock = _held_locks.pop(path, None)
+    if lock is not None:
+        lock.close()
+
+
+def collect_work_folders(cutoff: datetime, base: str | None = None) -> int:
+    """Remove work folders of dead runs (their lock is free) last changed before `cutoff`.
+
+    Folders without a lock file (older versions, or someone else's) are left alone.
+    """
+    n = 0
+    for folder in Path(base or tempfile.gettempdir()).glob(WORK_FOLDER_PREFIX + "*"):
+        lock_path = folder / WORK_LOCK
+        try:
+            if datetime.fromtimestamp(folder.stat().st_mtime, UTC) >= cutoff:
+                continue
+            with open(lock_path, "rb") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # fails while its run lives
+                shutil.rmtree(folder)
+                n += 1
+        except (OSError, BlockingIOError):
+            continue
+    return n
+

@@ -15,3 +15,11 @@ MAX_URLS_PER_NEWS_SITEMAP = 1_000
 
 #: Allowed <changefreq> values.
 CHANGEFREQ_VALUES = ("always", "hourly", "daily", "weekly", "monthly", "yearly", "never")
+
+#: The earliest believable <lastmod> (the web's first year); one before it (epoch, year 1,
+#: -infinity) is dropped and counted as `lastmod_invalid`.
+EARLIEST_LASTMOD = "1991-01-01T00:00:00Z"
+#: A W3C datetime (a date, or a date and time with an optional zone); DuckDB's own cast also
+#: takes "epoch", "infinity" and other words, which are not lastmods.
+W3C_DATETIME_REGEX = (r"\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?"
+                      r"(Z|[+-]\d{2}(:?\d{2})?)?)?")

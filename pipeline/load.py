@@ -28,7 +28,12 @@ import duckdb
 from pipeline import sql, storage
 from pipeline.errors import InventoryError
 from pipeline.extensions import extension_columns
-from pipeline.limits import CHANGEFREQ_VALUES, MAX_URL_LENGTH
+from pipeline.limits import (
+    CHANGEFREQ_VALUES,
+    EARLIEST_LASTMOD,
+    MAX_URL_LENGTH,
+    W3C_DATETIME_REGEX,
+)
 from pipeline.progress import QUIET, Progress
 from pipeline.urls import CLEAN_URL_REGEX, IRI_PATH_REGEX, Site, check_url
 
@@ -149,6 +154,11 @@ def register_parquet(con: duckdb.DuckDBPyConnection, name: str, files: list[str]
         rel.create_view(name, replace=True)
 
 
+def _believable(ts: str) -> str:
+    """A finite lastmod no earlier than the web (later than now is clamped by the diff)."""
+    return f"(isfinite({ts}) AND {ts} >= TIMESTAMPTZ '{EARLIEST_LASTMOD}')"
+
+
 def _typed_columns(types: dict[str, str], duck_types: dict[str, Any]) -> list[str]:
     """Column expressions (code constants chosen by type) for `inventory_typed`."""
     url_t = types.get("url")
@@ -163,10 +173,14 @@ def _typed_columns(types: dict[str, str], duck_types: dict[str, Any]) -> list[st
         cols += ["NULL::TIMESTAMPTZ AS lastmod", "false AS lastmod_raw_invalid"]
     elif lm in _STRING:
         parsed = "try_cast(trim(lastmod) AS TIMESTAMPTZ)"
-        cols += [f"{parsed} AS lastmod",
-                 f"(lastmod IS NOT NULL AND {parsed} IS NULL) AS lastmod_raw_invalid"]
+        ok = (f"coalesce(regexp_full_match(trim(lastmod), '{W3C_DATETIME_REGEX}') "
+              f"AND {_believable(parsed)}, false)")
+        cols += [f"CASE WHEN {ok} THEN {parsed} END AS lastmod",
+                 f"(lastmod IS NOT NULL AND NOT {ok}) AS lastmod_raw_invalid"]
     elif lm.startswith("TIMESTAMP") or lm in _TIMESTAMPS:
-        cols += ["lastmod::TIMESTAMPTZ AS lastmod", "false AS lastmod_raw_invalid"]
+        ok = f"coalesce({_believable('lastmod::TIMESTAMPTZ')}, false)"
+        cols += [f"CASE WHEN {ok} THEN lastmod::TIMESTAMPTZ END AS lastmod",
+                 f"(lastmod IS NOT NULL AND NOT {ok}) AS lastmod_raw_invalid"]
     else:
         raise InventoryError(
             f"the inventory's `lastmod` column is {lm}; use a timestamp, a date or a W3C datetime string")

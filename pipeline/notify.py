@@ -33,7 +33,14 @@ from xml.sax.saxutils import escape, quoteattr
 
 from pipeline import sql, storage
 from pipeline.errors import ConfigError
-from pipeline.publish import FEED_KEY, GENERATIONS_FOLDER, public_join, read_live, repair_root
+from pipeline.publish import (
+    FEED_KEY,
+    GENERATIONS_FOLDER,
+    public_join,
+    read_live,
+    repair_root,
+    state_files,
+)
 
 log = logging.getLogger(__name__)
 
@@ -237,7 +244,8 @@ def recent_generations(out_uri: str, live: dict[str, Any], *, days: float, now: 
         if created > now:
             continue
         changes = (storage.join(state_uri, GENERATIONS_FOLDER, gen, "changes.parquet")
-                   if state_uri else (m.get("state") or {}).get("changes"))
+                   if state_uri else (m.get("state") or {}).get("changes")
+                   or state_files(storage.join(out_uri, "_state"), gen)["changes"])
         if not changes or not _exists(changes):
             log.warning("notify: the changes of generation %s are gone (%s); the feed leaves "
                         "them out", gen, changes or "not recorded")
@@ -565,7 +573,8 @@ def notify_step(ctx: dict[str, Any], summary: dict[str, Any], *,
         return result
     raw = out.read_bytes_or_none(f"{GENERATIONS_FOLDER}/{summary['generation']}/manifest.json")
     manifest = json.loads(raw) if raw else {}
-    changes = (manifest.get("state") or {}).get("changes")
+    changes = (manifest.get("state") or {}).get("changes") or (
+        state_files(ctx["state"], summary["generation"])["changes"] if manifest else None)
     if not manifest.get("previous") and not indexnow_first_generation:
         log.info("notify: first generation: IndexNow not told (the sitemaps list every URL)")
         result["indexnow"] = {"skipped": "first generation"}

@@ -53,7 +53,7 @@ import pyarrow as pa
 from pipeline import sql, storage
 from pipeline.config import Limits
 from pipeline.diff import register_snapshot
-from pipeline.errors import ConfigError
+from pipeline.errors import ConfigError, InternalError
 from pipeline.extensions import NEWS_SECTION
 from pipeline.limits import MAX_URLS_PER_NEWS_SITEMAP
 from pipeline.load import register_parquet, write_parquet
@@ -431,12 +431,12 @@ def combine(work_uri: str) -> PlanResult:
     slices = _slices_of(prepared)
     missing = [i for i in range(len(slices)) if not work.exists(_slice_key(i))]
     if missing:
-        raise RuntimeError(f"plan slice(s) {missing[:10]} of {len(slices)} have no result "
+        raise InternalError(f"plan slice(s) {missing[:10]} of {len(slices)} have no result "
                            f"({_slice_key(missing[0])} under {work_uri}): plan them first")
     results = [_read_json(work, _slice_key(i)) for i in range(len(slices))]
     stale = [r["index"] for r in results if r["token"] != prepared["token"]]
     if stale:
-        raise RuntimeError(f"plan slice(s) {stale[:10]} were planned before the slices were "
+        raise InternalError(f"plan slice(s) {stale[:10]} were planned before the slices were "
                            "chosen again (plan-slices.json is newer): plan them again")
     next_free: dict[str, int] = dict(prepared["next_free"])
     shards: list[Shard] = []

@@ -9,7 +9,14 @@ Order (a crash anywhere leaves the previous generation live and whole):
    version read when the run started (If-Match / If-None-Match: * on S3,
    compare-and-rename under a lock locally); a racing run loses here;
 5. the stable root index(es) and `robots-sitemaps.txt` are rewritten from the
-   now-live manifest (a later run repairs them if this step was lost).
+   now-live manifest (a later run repairs them if this step was lost), and only
+   while that manifest is still the live one: root files only move forward.
+
+A commit whose reply was lost (the write applied, botocore's retry got 412) is
+recognised by reading the live manifest again. The manifest records when each
+earlier generation stopped being live (`retired`), which GC's grace period counts
+from, and the size, sha256 and row count of the snapshot (`state_check`), which
+the next run checks before it diffs against it.
 """
 
 from __future__ import annotations
@@ -23,8 +30,8 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
-from pipeline import storage
-from pipeline.errors import ShrinkRefused
+from pipeline import integrity, storage
+from pipeline.errors import InternalError, LiveStateCorrupt, PublishConflict, ShrinkRefused
 from pipeline.render import RenderedFile
 from pipeline.sitemap_xml import sitemap_index
 from pipeline.urls import Site
@@ -62,10 +69,67 @@ class PublishResult:
     warnings: list[str] = field(default_factory=list)
 
 
+def utcnow() -> datetime:
+    """The clock of commits and GC: one place, so a test can move it."""
+    return datetime.now(UTC)
+
+
+def repair_hint(out_uri: str) -> str:
+    return (f"run `sitemaps repair --out {out_uri}` to make the newest intact generation live "
+            "again (see the README, Recovery)")
+
+
+def parse_manifest(data: bytes, where: str, out_uri: str) -> dict[str, Any]:
+    """A manifest's JSON, or LiveStateCorrupt: an empty or broken one is never "no generation"."""
+    try:
+        m = json.loads(data)
+    except ValueError:
+        m = None
+    if not isinstance(m, dict) or not all(k in m for k in ("generation", "sitemaps", "indexes")):
+        raise LiveStateCorrupt(
+            f"{where} is {'empty' if not data.strip() else 'not a valid manifest'}; nothing was "
+            f"published (the shrink guard and the lastmod history need it); {repair_hint(out_uri)}")
+    return m
+
+
 def read_live(out_uri: str) -> LiveState:
-    """The live manifest of `out_uri` (None before the first generation)."""
-    data, etag = storage.open_storage(out_uri).read_with_etag(LIVE_MANIFEST_KEY)
-    return LiveState(json.loads(data) if data else None, etag)
+    """The live manifest of `out_uri` (None before the first generation).
+
+    Raises LiveStateCorrupt when `manifest.json` exists but is empty or unparseable.
+    """
+    out = storage.open_storage(out_uri)
+    data, etag = out.read_with_etag(LIVE_MANIFEST_KEY)
+    if data is None:
+        return LiveState(None, None)
+    return LiveState(parse_manifest(data, out.uri(LIVE_MANIFEST_KEY), out_uri), etag)
+
+
+def state_files(state_uri: str, generation: str) -> dict[str, str]:
+    """The URIs of a generation's private state files. The served manifest names none of
+    them: a run finds them from its --state and the generation id."""
+    return {name: storage.join(state_uri, GENERATIONS_FOLDER, generation, f"{name}.parquet")
+            for name in ("snapshot", "rejects", "changes")}
+
+
+def snapshot_uri(manifest: dict[str, Any], state_uri: str) -> str:
+    """The snapshot of `manifest`'s generation (manifests before issue 14 named it)."""
+    return (manifest.get("state") or {}).get("snapshot") or \
+        state_files(state_uri, manifest["generation"])["snapshot"]
+
+
+def live_files(manifest: dict[str, Any]) -> dict[str, int]:
+    """Every file the manifest's generation serves, with its stored size."""
+    files = {s["key"]: int(s["gzip_bytes"]) for s in manifest["sitemaps"]}
+    files.update({i["generation_key"]: int(i["bytes"]) for i in manifest["indexes"]})
+    return files
+
+
+def missing_files(out: storage.Storage, manifest: dict[str, Any]) -> list[str]:
+    """The manifest's files that are absent or of another size: one listing per folder."""
+    want = live_files(manifest)
+    folders = {k.rpartition("/")[0] + "/" for k in want}
+    found = {o.key: o.size for folder in sorted(folders) for o in out.list(folder)}
+    return sorted(k for k, size in want.items() if found.get(k) != size)
 
 
 def new_generation_id(run_time: datetime) -> str:
@@ -107,7 +171,7 @@ def file_entries(rendered: list[RenderedFile], live: LiveState, public_url: str
         if not r.written:
             old = previous.get(r.key)
             if old is None:
-                raise RuntimeError(f"{r.key} was skipped but the live manifest does not list it")
+                raise InternalError(f"{r.key} was skipped but the live manifest does not list it")
             entry["gzip_bytes"], entry["sha256"] = old["gzip_bytes"], old["sha256"]
         entries.append(entry)
     return entries
@@ -162,6 +226,9 @@ def publish(out_uri: str, *, rendered: list[RenderedFile], live: LiveState, site
     published = sum(s["urls"] for s in sitemaps)
     check_shrink(live, published, shrink_threshold, allow_shrink)
     state_files = save_state() if save_state else {}
+    # Recorded so that the next run can tell a truncated or replaced snapshot (integrity.py).
+    state_check = {"snapshot": integrity.describe(state_files["snapshot"])} \
+        if "snapshot" in state_files else {}
     gen_prefix = f"{GENERATIONS_FOLDER}/{generation}"
     indexes = []
     for n, chunk in enumerate(chunks, start=1):
@@ -172,6 +239,11 @@ def publish(out_uri: str, *, rendered: list[RenderedFile], live: LiveState, site
                         "url": public_join(public_url, index_name(n)), "sitemaps": len(chunk),
                         "bytes": len(body)})
     history = [generation] + list((live.manifest or {}).get("history", []))[:50]
+    committed = utcnow().strftime("%Y-%m-%dT%H:%M:%SZ")
+    # When each earlier generation stopped being live: GC's grace period counts from it.
+    retired = {g: t for g, t in (live.manifest or {}).get("retired", {}).items() if g in history}
+    if live.generation:
+        retired[live.generation] = committed
     manifest = {
         "format": MANIFEST_FORMAT,
         "generation": generation,
@@ -183,12 +255,22 @@ def publish(out_uri: str, *, rendered: list[RenderedFile], live: LiveState, site
         "indexes": indexes,
         "sitemaps": sitemaps,
         "counts": {**counts, "published": published, "sitemaps": len(sitemaps)},
-        "state": state_files,
+        "committed": committed,
+        "retired": retired,
+        # What the state files must be, never where they are: served files name nothing private.
+        "state_check": state_check,
         "warnings": warnings,
     }
     body = json.dumps(manifest, indent=1, sort_keys=True).encode()
     out.write_bytes(f"{gen_prefix}/manifest.json", body, cache_control=storage.CACHE_IMMUTABLE)
-    out.put_if(LIVE_MANIFEST_KEY, body, if_match=live.etag, cache_control=storage.CACHE_SHORT)
+    try:
+        out.put_if(LIVE_MANIFEST_KEY, body, if_match=live.etag, cache_control=storage.CACHE_SHORT)
+    except PublishConflict:
+        # The write may have applied with its reply lost (botocore's retry then gets 412):
+        # whose generation is live says whether this commit happened.
+        if read_live(out_uri).generation != generation:
+            raise
+        log.warning("publish: the commit's reply was lost, but generation %s is live", generation)
     log.info("publish: generation %s is live (%d URLs in %d sitemaps, %d index file(s))",
              generation, published, len(sitemaps), len(indexes))
     repair_root(out, manifest, previous=live.manifest)
@@ -206,7 +288,16 @@ def robots_lines(manifest: dict[str, Any], feed: bool = False) -> bytes:
 
 def repair_root(out: storage.Storage, manifest: dict[str, Any],
                 previous: dict[str, Any] | None = None) -> int:
-    """Make the stable root index(es) and robots lines match `manifest`; returns files fixed."""
+    """Make the stable root index(es) and robots lines match `manifest`; returns files fixed.
+
+    Only while `manifest` is the live one: a stalled run that resumes after a later
+    commit must not roll the root files back to its own, older generation.
+    """
+    live = read_live(out.root).generation
+    if live != manifest["generation"]:
+        log.warning("publish: generation %s is live, not %s: the root files are left to it",
+                    live, manifest["generation"])
+        return 0
     fixed = 0
     for index in manifest["indexes"]:
         want = out.read_bytes(index["generation_key"])

@@ -11,20 +11,22 @@ from __future__ import annotations
 
 import json
 import logging
-import tempfile
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from pipeline import storage
 from pipeline.config import Limits
-from pipeline.errors import ConfigError, InternalError, TooManyRejects
+from pipeline.errors import ConfigError, InternalError, PublishConflict, TooManyRejects
 from pipeline.publish import (
     DEFAULT_SHRINK_THRESHOLD,
     cross_submission_warning,
+    missing_files,
     new_generation_id,
     publish,
     read_live,
+    repair_hint,
+    snapshot_uri,
 )
 from pipeline.render import RenderedFile
 from pipeline.urls import Site
@@ -82,6 +84,9 @@ class RunOptions:
     #: Check at begin, before any work, that --out (and --state) can be written; a dry run,
     #: which writes nothing there, checks only that S3 can be reached.
     check_writable: bool = True
+    #: Probe once that the output's S3 server refuses a failed conditional write (412)
+    #: before relying on one for the commit; False only for a server known to need it.
+    check_conditional_writes: bool = True
 
     @property
     def state_uri(self) -> str:
@@ -105,12 +110,28 @@ def begin(opts: RunOptions) -> dict[str, Any]:
     # The lease owner is stable across retries of one run (an Airflow retry of begin
     # must not find itself holding the lease).
     lease_owner = opts.run_id or generation
+    if opts.check_conditional_writes:
+        storage.open_storage(opts.out).check_conditional_writes()
     if opts.lease_seconds:
         from pipeline import lease
 
         lease.acquire(opts.out, lease_owner, opts.lease_seconds)
     live = read_live(opts.out)
-    base = opts.work or tempfile.mkdtemp(prefix="sitemaps-work-")
+    snapshot = opts.compare_snapshot or (snapshot_uri(live.manifest, opts.state_uri)
+                                         if live.manifest else None)
+    if snapshot and not opts.compare_snapshot:
+        from pipeline import integrity
+
+        assert live.manifest is not None
+        integrity.verify(snapshot, (live.manifest.get("state_check") or {}).get("snapshot", {}),
+                         f"the snapshot of the live generation {live.generation}",
+                         f"nothing was published; restore that file, or {repair_hint(opts.out)}")
+    if opts.work:
+        base = opts.work
+    else:  # locked while this process lives, so GC removes it only once its run is dead
+        from pipeline.gc import make_work_folder
+
+        base = make_work_folder()
     warnings = [w for w in [cross_submission_warning(site, public)] if w]
     for w in warnings:
         log.warning("%s", w)
@@ -121,7 +142,7 @@ def begin(opts: RunOptions) -> dict[str, Any]:
         "own_work": opts.work is None,
         "run_time": run_time.isoformat(), "generation": generation,
         "live_etag": live.etag, "live_generation": live.generation,
-        "snapshot": opts.compare_snapshot or (live.manifest or {}).get("state", {}).get("snapshot"),
+        "snapshot": snapshot,
         "limits": asdict(opts.limits), "section_depth": opts.section_depth,
         "allow_shrink": opts.allow_shrink, "shrink_threshold": opts.shrink_threshold,
         "max_reject_share": opts.max_reject_share, "force": opts.force,
@@ -132,8 +153,16 @@ def begin(opts: RunOptions) -> dict[str, Any]:
     }
     # The live shard keys go to a work file, not into the context: a 1B-URL site has over
     # 20,000 of them, and the DAG hands the context to every task through XCom.
+    # A live shard that is missing (or of another size) is not reused: plan gives it its
+    # rows and render uploads it again.
+    gone = set(missing_files(storage.open_storage(opts.out), live.manifest)) if live.manifest \
+        else set()
+    if gone:
+        log.warning("begin: %d file(s) of the live generation are missing, e.g. %s; this run "
+                    "uploads its shards again", len(gone), min(gone))
     try:
-        _save(ctx, LIVE_KEYS, sorted(s["key"] for s in (live.manifest or {}).get("sitemaps", [])))
+        _save(ctx, LIVE_KEYS, sorted(s["key"] for s in (live.manifest or {}).get("sitemaps", [])
+                                     if s["key"] not in gone))
     except BaseException:
         if ctx["own_work"]:  # our temp folder: no finish will remove it
             import shutil
@@ -147,6 +176,14 @@ def begin(opts: RunOptions) -> dict[str, Any]:
 def live_keys(ctx: dict[str, Any]) -> set[str]:
     """The shard keys of the generation that was live at begin."""
     return set(_read(ctx, LIVE_KEYS))
+
+
+def renew_lease(ctx: dict[str, Any]) -> None:
+    """Long runs renew their lease at each step; PublishConflict if another run took it."""
+    if ctx.get("lease"):
+        from pipeline import lease
+
+        lease.renew(ctx["out"], ctx["lease_owner"])
 
 
 def _work(ctx: dict[str, Any]) -> storage.Storage:
@@ -175,6 +212,7 @@ def check_rejects(input_rows: int, rejected: dict[str, int], max_share: float) -
 
 def load_step(ctx: dict[str, Any], progress: Any = None) -> dict[str, Any]:
     """Loads the inventory; its counts include `diff_partitions`, the diff's partitions."""
+    renew_lease(ctx)
     from pipeline.diff import partitions_for
     from pipeline.load import load
     from pipeline.progress import QUIET
@@ -207,7 +245,8 @@ def diff_partition_step(ctx: dict[str, Any], partition: int) -> dict[str, Any]:
 
     loaded = _read(ctx, "load.json")
     partitions = int(loaded["diff_partitions"])
-    result = diff(ValidRows(**loaded["valid"]), ctx["snapshot"], datetime.fromisoformat(ctx["run_time"]),
+    result = diff(ValidRows(**loaded["valid"]), ctx["snapshot"],
+                  datetime.fromisoformat(ctx["run_time"]),
                   ctx["work"], with_news=ctx["format"] == "xml", partition=partition,
                   partitions=partitions)
     counts = {**result.counts(), "seconds": round(result.seconds, 3), "partition": partition,
@@ -222,18 +261,19 @@ def diff_combine_step(ctx: dict[str, Any]) -> dict[str, Any]:
 
     Fails, naming them, when partitions are missing (their diff task did not finish).
     """
+    renew_lease(ctx)
     from pipeline.diff import DiffResult, combine
 
     partitions = diff_partitions(ctx)
     work = _work(ctx)
     missing = [p for p in range(partitions) if not work.exists(_diff_part_name(p))]
     if missing:
-        raise RuntimeError(f"diff partition(s) {missing[:10]} of {partitions} have no result "
+        raise InternalError(f"diff partition(s) {missing[:10]} of {partitions} have no result "
                            f"({_diff_part_name(missing[0])} under {ctx['work']}): run them first")
     parts = [_read(ctx, _diff_part_name(p)) for p in range(partitions)]
     stale = [d["partition"] for d in parts if d["partitions"] != partitions]
     if stale:
-        raise RuntimeError(f"diff partition(s) {stale[:10]} were diffed in another number of "
+        raise InternalError(f"diff partition(s) {stale[:10]} were diffed in another number of "
                            f"partitions than {partitions} (load ran again?): clear them")
     result = combine([DiffResult(**{k: v for k, v in d.items()
                                     if k not in ("partition", "partitions")}) for d in parts])
@@ -313,6 +353,7 @@ def plan_step(ctx: dict[str, Any], batch_bytes: int = DEFAULT_RENDER_BATCH_BYTES
 def render_step(ctx: dict[str, Any], batch: list[str] | None, name: str = "all",
                 progress: Any = None) -> dict[str, Any]:
     """Renders one batch of shards (None: every shard not already published)."""
+    renew_lease(ctx)
     from pipeline.plan import load_shards
     from pipeline.progress import QUIET
     from pipeline.render import render
@@ -331,8 +372,8 @@ def render_step(ctx: dict[str, Any], batch: list[str] | None, name: str = "all",
 
 def publish_step(ctx: dict[str, Any], render_uris: list[str]) -> dict[str, Any]:
     """Gathers the rendered files, writes indexes and manifest, commits; returns the summary."""
+    renew_lease(ctx)
     from pipeline.plan import load_shards
-    from pipeline.publish import LiveState
     from pipeline.snapshot import save_state
 
     loaded, diffed, planned = _read(ctx, "load.json"), _read(ctx, "diff.json"), _read(ctx, "plan.json")
@@ -364,9 +405,11 @@ def publish_step(ctx: dict[str, Any], render_uris: list[str]) -> dict[str, Any]:
         # A retry of a publish that had committed: report it as published, change nothing.
         return _summary(ctx, live.manifest or {}, True, counts)
     if live.etag != ctx["live_etag"]:
-        # Published since begin: the conditional write below will refuse; keep the
-        # version read at begin so that it does.
-        live = LiveState(live.manifest, ctx["live_etag"])
+        # Published since begin: the conditional write would refuse, and the shards this
+        # run reused may be gone from the new live manifest.
+        raise PublishConflict(
+            f"another generation was published since this run started ({live.generation} is "
+            f"live in {ctx['out']}); the other run's generation stays live")
     result = publish(
         ctx["out"], rendered=files, live=live, site=Site.parse(ctx["site_url"]),
         public_url=ctx["public_url"], generation=ctx["generation"],
@@ -440,6 +483,9 @@ def finish(ctx: dict[str, Any]) -> None:
     if ctx.get("own_work") and isinstance(work, storage.LocalStorage):
         import shutil
 
+        from pipeline.gc import release_work_folder
+
         shutil.rmtree(work.path, ignore_errors=True)
+        release_work_folder(str(work.path))
     else:
         work.delete([o.key for o in work.list("")])

@@ -26,7 +26,7 @@ from urllib.parse import urlparse
 
 import smart_open
 
-from pipeline.errors import PublishConflict, StorageError, TransientError
+from pipeline.errors import ConfigError, PublishConflict, StorageError, TransientError
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +47,10 @@ CACHE_IMMUTABLE = "public, max-age=31536000, immutable"
 CACHE_SHORT = "public, max-age=300"
 #: smart_open's multipart part size on S3.
 S3_PART_SIZE = 16 * 1024 * 1024
+#: Prefix of a local write's temporary file (beside its target, so os.replace is atomic).
+TEMP_PREFIX = ".tmp-"
+#: The object the conditional-write probe writes and deletes (at the output root).
+PROBE_KEY = "_conditional_write_probe.json"
 
 _UMASK = os.umask(0)
 os.umask(_UMASK)
@@ -149,6 +153,21 @@ class Storage:
     def abort_incomplete_uploads(self, older_than: datetime) -> int:
         return 0
 
+    def list_temporaries(self, prefix: str = "") -> Iterator[ObjectInfo]:
+        """Leftover temporary files of interrupted writes (none on S3: multipart uploads)."""
+        return iter(())
+
+    def check_conditional_writes(self) -> None:
+        """ConfigError unless the store refuses a conditional write whose condition fails."""
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
 
 class LocalStorage(Storage):
     """A local folder. Writes go to a temporary file and are renamed into place."""
@@ -164,13 +183,18 @@ class LocalStorage(Storage):
     def open_write(self, key: str, *, cache_control: str | None = None) -> Iterator[IO[bytes]]:
         target = self._p(key)
         target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=target.parent)
+        fd, tmp = tempfile.mkstemp(prefix=TEMP_PREFIX, dir=target.parent)
         try:
             # mkstemp makes 0600; published files must be readable by a web server.
             os.fchmod(fd, 0o666 & ~_UMASK)
             with os.fdopen(fd, "wb") as f:
                 yield f
+                # Data on disk before the rename, the rename on disk after it: a power loss
+                # leaves the old file or the new one, never an empty one.
+                f.flush()
+                os.fsync(f.fileno())
             os.replace(tmp, target)
+            _fsync_dir(target.parent)
         except BaseException:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
@@ -197,6 +221,16 @@ class LocalStorage(Storage):
                     size=st.st_size,
                     modified=datetime.fromtimestamp(st.st_mtime, UTC),
                 )
+
+    def list_temporaries(self, prefix: str = "") -> Iterator[ObjectInfo]:
+        base = self._p(prefix) if prefix else self.path
+        if not base.is_dir():
+            return
+        for p in sorted(base.rglob(TEMP_PREFIX + "*")):
+            with contextlib.suppress(FileNotFoundError):  # a write may finish meanwhile
+                st = p.stat()
+                yield ObjectInfo(p.relative_to(self.path).as_posix(), st.st_size,
+                                 datetime.fromtimestamp(st.st_mtime, UTC))
 
     def delete(self, keys: Iterable[str]) -> int:
         n = 0
@@ -510,17 +544,35 @@ class S3Storage(Storage):
             self.client.upload_file(str(path), self.bucket, self._k(key),
                                     ExtraArgs=self._put_args(key, cache_control))
 
-    def abort_incomplete_uploads(self, older_than: datetime) -> int:
-        n = 0
+    def abort_incomplete_uploads(self, older_than: datetime, page_size: int = 1000) -> int:
+        # Listed in full first (every page), aborted after: aborting while paging would
+        # move the markers under the listing.
         with self._errors(""):
-            resp = self.client.list_multipart_uploads(
-                Bucket=self.bucket, Prefix=self.prefix + "/" if self.prefix else "")
-            for up in resp.get("Uploads", []):
-                if up["Initiated"] < older_than:
-                    self.client.abort_multipart_upload(
-                        Bucket=self.bucket, Key=up["Key"], UploadId=up["UploadId"])
-                    n += 1
-        return n
+            pages = self.client.get_paginator("list_multipart_uploads").paginate(
+                Bucket=self.bucket, Prefix=self.prefix + "/" if self.prefix else "",
+                PaginationConfig={"PageSize": page_size})
+            old = [(up["Key"], up["UploadId"]) for page in pages
+                   for up in page.get("Uploads", []) if up["Initiated"] < older_than]
+            for key, upload_id in old:
+                self.client.abort_multipart_upload(Bucket=self.bucket, Key=key, UploadId=upload_id)
+        return len(old)
+
+    def check_conditional_writes(self) -> None:
+        # An If-None-Match: * PUT on an existing key must answer 412; a server that
+        # ignores the header would let two racing commits both "win".
+        # Removed again at once: the output keeps no trace of the probe.
+        self.write_bytes(PROBE_KEY, b"{}")
+        try:
+            self.put_if(PROBE_KEY, b"{}", if_match=None)
+        except PublishConflict:
+            return
+        finally:
+            self.delete([PROBE_KEY])
+        raise ConfigError(
+            f"the S3 server of {self.root} ignored a conditional write (If-None-Match: * on an "
+            "existing object was accepted), so a run racing another could overwrite its "
+            "commit; use a server that supports conditional writes, or pass "
+            "--no-conditional-write-check to publish anyway")
 
 
 def open_storage(uri: str, client: Any | None = None) -> Storage:

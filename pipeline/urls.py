@@ -10,9 +10,12 @@ reach Python. Rules, in order (the README lists them for users):
 4. no host, a bad port, user info, or a host IDNA cannot encode -> `bad_host`;
    an IDN host becomes punycode; the default port is dropped; the fragment too.
 5. in path and query, non-ASCII and unsafe characters are percent-encoded
-   (UTF-8), valid `%XX` kept as written; a `%` not followed by two hex digits
-   -> `bad_percent_encoding`. Path case and query order are kept; an empty
-   path becomes `/`; an empty query (a bare trailing `?`) is dropped.
+   (UTF-8), valid `%XX` kept with their hex digits uppercased (`%c3%a9` and
+   `%C3%A9` are one URL); a `%` not followed by two hex digits ->
+   `bad_percent_encoding`. In the path `%2E` is a dot, and dot segments (`.`,
+   `..`, RFC 3986 5.2.4) are removed, so `/shop/../admin` is `/admin` before the
+   site check. Path case and query order are kept; an empty path becomes `/`;
+   an empty query (a bare trailing `?`) is dropped.
 6. longer than 2,048 characters after encoding -> `too_long`.
 7. not under the site URL (scheme, host, port and path prefix) -> `off_site`.
 """
@@ -37,17 +40,34 @@ _BLANK = " \t\n\r\f\v"
 _ASCII_HOST = re.compile(r"[a-z0-9-]+(\.[a-z0-9-]+)*\.?")
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
+_PERCENT = re.compile(r"%[0-9A-Fa-f]{2}")
+
+
+def _path_regex(char: str) -> str:
+    """A path ("/" and segments) of `char`s and dots with no "." or ".." segment.
+
+    RE2 has no lookahead: a segment is empty, or starts with a non-dot, or is one
+    dot and a non-dot, or two dots and anything.
+    """
+    more = f"(?:{char}|\\.)"
+    seg = f"(?:{char}{more}*|\\.{char}{more}*|\\.\\.{more}+)?"
+    return f"/{seg}(?:/{seg})*"
+
+
 #: A URL matching this (and starting with the site prefix) is already normal:
-#: lowercase ASCII host without port or user info, only safe characters, no
-#: "%", no fragment. DuckDB applies it so that Python sees only the rest.
+#: lowercase ASCII host without port or user info, only safe characters, `%XX` in
+#: uppercase and never `%2E` in the path, no dot segment, no fragment. DuckDB applies
+#: it so that Python sees only the rest.
 CLEAN_URL_REGEX = (
-    r"https?://[a-z0-9.-]+/([A-Za-z0-9\-._~!$&'()*+,;=:@/]|%[0-9A-Fa-f]{2})*"
-    r"(\?([A-Za-z0-9\-._~!$&'()*+,;=:@/?]|%[0-9A-Fa-f]{2})+)?"
+    r"https?://[a-z0-9.-]+"
+    + _path_regex(r"(?:[A-Za-z0-9\-_~!$&'()*+,;=:@]|%(?:[013-9A-F][0-9A-F]|2[0-9A-DF]))")
+    + r"(\?([A-Za-z0-9\-._~!$&'()*+,;=:@/?]|%[0-9A-F]{2})+)?"
 )
 
-#: A URL whose path holds only unreserved characters, "/" and non-ASCII (no query):
-#: DuckDB percent-encodes it segment by segment, as normalize_url would.
-IRI_PATH_REGEX = r"https?://[a-z0-9.-]+/[A-Za-z0-9\-._~/\x{a0}-\x{fffd}\x{10000}-\x{10ffff}]*"
+#: A URL whose path holds only unreserved characters, "/" and non-ASCII (no query, no
+#: dot segment): DuckDB percent-encodes it segment by segment, as normalize_url would.
+IRI_PATH_REGEX = r"https?://[a-z0-9.-]+" + _path_regex(
+    r"[A-Za-z0-9\-_~\x{a0}-\x{fffd}\x{10000}-\x{10ffff}]")
 
 #: Reason codes, the only values the rejects Parquet's `reason` column holds.
 REASONS = (
@@ -105,6 +125,26 @@ def _encode(text: str, unsafe: re.Pattern[str]) -> str | None:
     return unsafe.sub(_percent, text)
 
 
+def _upper_percent(text: str) -> str:
+    return _PERCENT.sub(lambda m: m.group().upper(), text) if "%" in text else text
+
+
+def remove_dot_segments(path: str) -> str:
+    """RFC 3986 5.2.4 on an absolute path: "." and ".." segments resolved."""
+    segments = path.split("/")[1:]
+    out: list[str] = []
+    for i, seg in enumerate(segments):
+        last = i == len(segments) - 1
+        if seg in (".", ".."):
+            if seg == ".." and out:
+                out.pop()
+            if last:
+                out.append("")  # "/a/.." is "/", "/a/." is "/a/"
+        else:
+            out.append(seg)
+    return "/" + "/".join(out)
+
+
 def _host(hostname: str) -> str | None:
     if not hostname or hostname.startswith(".") or ".." in hostname:
         return None
@@ -152,6 +192,9 @@ def normalize_url(raw: str | None) -> tuple[str | None, str | None]:
         return None, "bad_percent_encoding"
     if not path.startswith("/"):
         path = "/" + path
+    # One spelling per URL: "%c3" is "%C3", and "%2E" a dot, which may make a dot segment.
+    path = remove_dot_segments(_upper_percent(path).replace("%2E", "."))
+    query = _upper_percent(query)
     url = f"{scheme}://{netloc}{path}" + (f"?{query}" if query else "")
     if len(url) > MAX_URL_LENGTH:
         return None, "too_long"

@@ -97,3 +97,11 @@ def write_inventory(path: Path, columns: dict[str, list[Any]], schema: pa.Schema
     path.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(pa.table(columns, schema=schema), path)
     return path
+
+
+def state_file(out_uri: str, manifest: dict[str, Any], name: str,
+               state_uri: str | None = None) -> str:
+    """The URI of a generation's private state file (`snapshot`, `rejects`, `changes`): the
+    served manifest names none, it is `<state>/generations/<id>/<name>.parquet`."""
+    return storage.join(state_uri or storage.join(out_uri, "_state"), "generations",
+                        manifest["generation"], f"{name}.parquet")

@@ -139,13 +139,13 @@ def test_dag_run_publishes_what_the_cli_publishes(
 
     # The generation's changes (one file in the state, from the DAG's 3 partitions): the
     # same rows as the CLI's.
-    def changes(m: dict) -> list[tuple]:
-        key = m["state"]["changes"].removeprefix(f"s3://{s3_bucket.name}/")
+    def changes(m: dict, out: str) -> list[tuple]:  # the state is the default <out>/_state
+        key = f"{out}/_state/generations/{m['generation']}/changes.parquet"
         body = s3_bucket.client.get_object(Bucket=s3_bucket.name, Key=key)["Body"].read()
         return sorted((r["url"], r["change"], r["lastmod"])
                       for r in pq.read_table(io.BytesIO(body)).to_pylist())
 
-    assert changes(dm) == changes(cm) and len(changes(dm)) == dm["counts"]["added"]
+    assert changes(dm, "dag") == changes(cm, "cli") and len(changes(dm, "dag")) == dm["counts"]["added"]
 
     # The work files are gone; the manifest asset event carries the run's summary.
     assert keys(s3_bucket, "dag/_state/runs/") == []

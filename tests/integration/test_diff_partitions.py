@@ -27,7 +27,7 @@ from pipeline.notify import FEED_KEY, generation_changed_urls
 from pipeline.publish import read_live
 from pipeline.run import RunOptions, run
 from pipeline.steps import begin, diff_combine_step, diff_partition_step, load_step
-from tests.output_check import read_output
+from tests.output_check import read_output, state_file
 
 pytestmark = pytest.mark.integration
 SITE = "https://www.example.com/"
@@ -90,7 +90,7 @@ def published(out: str) -> dict[str, Any]:
     """Everything a crawler or a consumer of the changes sees of the live generation."""
     o = read_output(out, max_urls=LIMITS.max_urls)
     m = o.manifest
-    changes = pq.read_table(m["state"]["changes"]).to_pylist()
+    changes = pq.read_table(state_file(out, m, "changes")).to_pylist()
     feed = feedparser.parse((Path(out) / FEED_KEY).read_bytes())
     return {
         "files": sorted((s["key"], s["sha256"], s["lastmod"], s["urls"]) for s in m["sitemaps"]),
@@ -99,7 +99,7 @@ def published(out: str) -> dict[str, Any]:
         "counts": m["counts"],
         "changes": sorted((r["url"], r["change"], r["lastmod"]) for r in changes),
         "feed": [(e.link, e.updated) for e in feed.entries],
-        "indexnow": list(generation_changed_urls(m["state"]["changes"])),
+        "indexnow": list(generation_changed_urls(state_file(out, m, "changes"))),
     }
 
 
@@ -140,7 +140,7 @@ def test_partitions_cut_the_join_exactly_and_in_any_order(tmp_path: Path) -> Non
     first = first_inventory(tmp_path)
     out = str(tmp_path / "out")
     publish(tmp_path, out, first, T0, 1)
-    snapshot = read_live(out).manifest["state"]["snapshot"]  # type: ignore[index]
+    snapshot = state_file(out, read_live(out).manifest or {}, "snapshot")
     inv = tmp_path / "second.parquet"
     pq.write_table(second_inventory(first), inv)
     valid = load(str(inv), SITE, str(tmp_path / "load")).valid

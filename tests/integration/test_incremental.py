@@ -13,7 +13,7 @@ import pytest
 
 from pipeline.config import Limits
 from pipeline.run import RunOptions, run
-from tests.output_check import read_output
+from tests.output_check import read_output, state_file
 
 pytestmark = pytest.mark.integration
 SITE = "https://www.example.com/"
@@ -116,7 +116,7 @@ def test_runs_in_a_row(site: Site, tmp_path: Path) -> None:
     assert out5.lastmods[f"{SITE}news/001"] == "2026-12-05T03:00:00Z"
     # product lost its first URL: only product-00000 changes; blog: only its one shard.
     assert c["shards_written"] == 3  # product-00000, blog-00000, news-00000
-    changes = pq.read_table(out5.manifest["state"]["changes"]).to_pylist()
+    changes = pq.read_table(state_file(site.root, out5.manifest, "changes")).to_pylist()
     assert sorted((r["url"], r["change"]) for r in changes) == sorted([
         (f"{SITE}blog/999", "added"), (f"{SITE}news/001", "added"),
         (f"{SITE}product/0000", "removed"), (f"{SITE}blog/014", "removed")])

@@ -30,7 +30,7 @@ from pipeline.plan import (
     load_shards,
 )
 from pipeline.run import RunOptions, run
-from tests.output_check import read_output
+from tests.output_check import read_output, state_file
 
 pytestmark = pytest.mark.integration
 SITE = "https://www.example.com/"
@@ -214,7 +214,7 @@ def _plan_run(inventory: Path, out: Path, when: datetime, order: str) -> dict[st
     result["files"] = sorted((s["key"], s["sha256"], s["lastmod"], s["urls"])
                              for s in output.manifest["sitemaps"])
     result["lastmods"] = output.lastmods
-    result["snapshot"] = pq.read_table(output.manifest["state"]["snapshot"])
+    result["snapshot"] = pq.read_table(state_file(str(out), output.manifest, "snapshot"))
     return result
 
 

@@ -12,7 +12,7 @@ import pytest
 from pipeline.config import Limits
 from pipeline.errors import InventoryError, TooManyRejects
 from pipeline.run import RunOptions, run
-from tests.output_check import read_output, write_inventory
+from tests.output_check import read_output, state_file, write_inventory
 
 pytestmark = pytest.mark.integration
 SITE = "https://www.example.com/"
@@ -109,7 +109,7 @@ def test_rejects_are_counted_and_written(tmp_path: Path) -> None:
                              "too_long": 1}
     assert c["input_rows"] == c["published"] + c["rejected_rows"] == 106
     out = read_output(str(tmp_path / "out"))
-    rejects = pq.read_table(out.manifest["state"]["rejects"]).to_pylist()
+    rejects = pq.read_table(state_file(str(tmp_path / "out"), out.manifest, "rejects")).to_pylist()
     by_reason: dict[str, int] = {}
     for r in rejects:
         by_reason[r["reason"]] = by_reason.get(r["reason"], 0) + 1

@@ -23,7 +23,19 @@ CASES = [
     ("https://bücher.example/x", "https://xn--bcher-kva.example/x", None),
     ("https://www.example.com/café", "https://www.example.com/caf%C3%A9", None),
     ("https://www.example.com/a b", "https://www.example.com/a%20b", None),
-    ("https://www.example.com/%41%2f", "https://www.example.com/%41%2f", None),
+    ("https://www.example.com/%41%2f", "https://www.example.com/%41%2F", None),
+    # percent-encoding case: one URL, one spelling
+    ("https://www.example.com/caf%c3%a9", "https://www.example.com/caf%C3%A9", None),
+    ("https://www.example.com/?q=%e6%97", "https://www.example.com/?q=%E6%97", None),
+    # dot segments (RFC 3986 5.2.4), percent-encoded dots included
+    ("https://www.example.com/a/../b", "https://www.example.com/b", None),
+    ("https://www.example.com/a/./b/.", "https://www.example.com/a/b/", None),
+    ("https://www.example.com/a/b/..", "https://www.example.com/a/", None),
+    ("https://www.example.com/../../x", "https://www.example.com/x", None),
+    ("https://www.example.com/a/%2e%2E/b", "https://www.example.com/b", None),
+    ("https://www.example.com/a/.%2e/b", "https://www.example.com/b", None),
+    ("https://www.example.com/a%2eb/...", "https://www.example.com/a.b/...", None),
+    ("https://www.example.com/a/..?q=../x", "https://www.example.com/?q=../x", None),
     ("https://www.example.com/a?b=2&a=1", "https://www.example.com/a?b=2&a=1", None),
     ("https://www.example.com/?q=日本", "https://www.example.com/?q=%E6%97%A5%E6%9C%AC", None),
     ("https://www.example.com/<x>", "https://www.example.com/%3Cx%3E", None),
@@ -59,6 +71,12 @@ def test_normalize_url(raw: str | None, want: str | None, reason: str | None) ->
     ("http://ex.com/shop/a", "!off_site"),
     ("https://www.ex.com/shop/a", "!off_site"),
     ("ftp://ex.com/shop/a", "!not_http"),
+    ("https://ex.com/shop/../admin", "!off_site"),
+    ("https://ex.com/shop/a/../../x", "!off_site"),
+    ("https://ex.com/shop/%2e%2e/admin", "!off_site"),
+    ("https://ex.com/shop/%2E%2E/admin", "!off_site"),
+    ("https://ex.com/shop/./a", "https://ex.com/shop/a"),
+    ("https://ex.com/shop/a/../b", "https://ex.com/shop/b"),
 ])
 def test_check_url_against_site(raw: str, want: str) -> None:
     assert check_url(raw, Site.parse("https://ex.com/shop").prefix) == want
@@ -77,8 +95,27 @@ def test_site_parse() -> None:
 @example("\x85")  # NEL: Python's str.strip() would drop it, SQL would not
 @example("a\u2028")
 @example("\x9f/é")
+@example("a/../b")
+@example("./x")
+@example("a/..")
+@example("%2e%2e/x")
+@example("a/%2E/b")
+@example("%c3%a9")
+@example("é/../x")
+@example("a?q=%2e")
 def test_fast_paths_agree_with_python(path: str) -> None:
     """What DuckDB accepts or encodes itself, Python would have produced the same way."""
+    _agree(path)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("./a%2eEcC9é?")), max_size=16))
+def test_fast_paths_agree_on_dots_and_escapes(path: str) -> None:
+    """Paths made mostly of dots, slashes and escapes: where dot segments hide."""
+    _agree(path)
+
+
+def _agree(path: str) -> None:
     prefix = "https://www.example.com/"
     url = prefix + path
     con = duckdb.connect()

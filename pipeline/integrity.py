@@ -1,0 +1,50 @@
+"""What a generation records of its private state files, and the check before using them.
+
+A snapshot that is truncated, replaced or partly rewritten would give a DuckDB
+traceback or, worse, a valid Parquet file with rows missing and so wrong
+lastmods. The manifest records each state file's size, sha256 and (for Parquet)
+row count; a run checks them before it reads the file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from pipeline import storage
+from pipeline.errors import LiveStateCorrupt
+
+_CHUNK = 8 * 1024 * 1024
+
+
+def describe(uri: str) -> dict[str, Any]:
+    """{"bytes", "sha256", "rows"} of a Parquet file (local or S3), read once."""
+    import pyarrow.parquet as pq
+
+    root, _, key = uri.rpartition("/")
+    with storage.open_storage(root).local_path(key) as path:
+        sha = hashlib.sha256()
+        size = 0
+        with open(path, "rb") as f:
+            while chunk := f.read(_CHUNK):
+                sha.update(chunk)
+                size += len(chunk)
+        rows = pq.ParquetFile(path).metadata.num_rows
+    return {"bytes": size, "sha256": sha.hexdigest(), "rows": rows}
+
+
+def verify(uri: str, expected: dict[str, Any], what: str, recovery: str) -> None:
+    """Raises LiveStateCorrupt (exit 2) naming `recovery` unless `uri` is what was recorded."""
+    import pyarrow as pa
+
+    try:
+        found = describe(uri)
+    except FileNotFoundError:
+        raise LiveStateCorrupt(f"{what} {uri} is missing; {recovery}") from None
+    except pa.ArrowException as exc:  # not Parquet (truncated, overwritten); S3 errors pass
+        raise LiveStateCorrupt(f"{what} {uri} is not readable Parquet ({exc}); {recovery}") from exc
+    wrong = [k for k in ("bytes", "rows", "sha256") if k in expected and found[k] != expected[k]]
+    if wrong:
+        detail = ", ".join(f"{k} {found[k]} instead of {expected[k]}" for k in wrong)
+        raise LiveStateCorrupt(f"{what} {uri} is not the file its generation recorded ({detail}); "
+                               f"{recovery}")
