@@ -42,7 +42,10 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 SITE = "https://www.example.com/"
-STAGES = ("load", "diff", "plan", "render", "publish")
+STAGES = ("load", "diff", "plan", "render", "publish", "notify")
+#: Seconds per stage for a 10M-URL first run that the hot-path work aims at (20 s in all).
+BUDGET_10M = {"load": 4.0, "diff": 1.0, "plan": 5.0, "render": 4.0, "publish": 3.0,
+              "notify": 1.0}
 #: Log lines that end a stage (pipeline loggers: "<logger>: <stage>: ...").
 _LOG_LINE = re.compile(
     r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) \w+ [\w.]+: (begin|load|diff|plan|render|run): ")
@@ -157,6 +160,42 @@ def make_inventory(path: Path, urls: int) -> float:
     t = time.monotonic()
     demo_inventory(path, urls)
     return round(time.monotonic() - t, 3)
+
+
+def clustered_change(src: Path, dst: Path, changed: int = 10_000, added: int = 5_000
+                     ) -> dict[str, Any]:
+    """A copy of `src` where `changed` rows of one contiguous URL range of the largest
+    section get a new lastmod (an hour ago) and `added` new URLs land at the end of that
+    section: the change a nightly run of a real site most often sees."""
+    from pipeline import sql
+
+    t = time.monotonic()
+    con = sql.connect()
+    con.sql("SELECT *, split_part(url, '/', 4) AS sec FROM read_parquet($p)",
+            params={"p": str(src)}).create_view("inv")
+    section = sql.scalar(con, "SELECT sec FROM inv GROUP BY sec ORDER BY count(*) DESC LIMIT 1")
+    lo, hi = con.sql("""
+        SELECT min(url), max(url) FROM (
+            SELECT url FROM inv WHERE sec = $s ORDER BY url LIMIT $n OFFSET 1000)""",
+                     params={"s": section, "n": changed}).fetchall()[0]
+    bump = (datetime.now(UTC) - timedelta(hours=1)).replace(microsecond=0)
+    site = SITE.rstrip("/")
+    con.sql("""
+        SELECT * EXCLUDE (sec) REPLACE (
+            CASE WHEN sec = $s AND url BETWEEN $lo AND $hi THEN $bump::TIMESTAMPTZ
+                 ELSE lastmod END AS lastmod)
+        FROM inv
+        UNION ALL
+        SELECT $site || '/' || $s || '/zzz-new-' || i AS url, $bump::TIMESTAMPTZ AS lastmod,
+               NULL AS changefreq, NULL AS priority
+        FROM range($added) t(i)
+    """, params={"s": section, "lo": lo, "hi": hi, "bump": bump, "site": site,
+                 "added": added}).write_parquet(str(dst), compression="zstd")
+    con.close()
+    return {"rows": int(sql.scalar(sql.connect(), "SELECT count(*) FROM read_parquet($p)",
+                                   {"p": str(dst)})),
+            "changed_rows": changed, "added_rows": added, "section": section,
+            "seconds": round(time.monotonic() - t, 3)}
 
 
 def mutate_inventory(src: Path, dst: Path, share: float, seed: int) -> dict[str, Any]:
@@ -360,24 +399,36 @@ def markdown(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
                  f"{_pct(s['render.rest'])})", _pct(s["publish"]), _pct(s["other"]),
                  f"{p['other_cpu_cores']:.2f}", *bcells]
         lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", "Seconds per stage against the budget of the hot-path issue (10M URLs: 20 s in "
+              "all; scaled linearly to each size):", "",
+              "| URLs | " + " | ".join(f"{k} s (budget)" for k in BUDGET_10M) + " | total s (budget) |",
+              "|---:|" + "---:|" * (len(BUDGET_10M) + 1)]
+    for r in results:
+        st = r["pipeline"]["summary"].get("stage_seconds", {})
+        scale = r["urls"] / 10_000_000
+        cells = [f"{st.get(k, 0):.1f} ({b * scale:.1f})" for k, b in BUDGET_10M.items()]
+        lines.append(f"| {r['urls']:,} | " + " | ".join(cells) + f" | "
+                     f"{r['pipeline']['wall_seconds']:.1f} ({20 * scale:.1f}) |")
     notes = [f"baseline at {r['urls']:,}: {r['baseline']['mode']}, "
              f"{r['baseline']['summary']['urls']:,} URLs written "
              f"(pipeline published {r['pipeline']['summary']['counts']['published']:,})"
              for r in results if r.get("baseline")]
     if notes:
         lines += [""] + [f"- {n}" for n in notes]
-    inc = [r for r in results if r.get("incremental")]
+    inc = [(r, i) for r in results for i in r.get("incrementals") or
+           ([r["incremental"]] if r.get("incremental") else [])]
     if inc:
-        lines += ["", "| URLs | changed rows | run 1 s | run 2 s | run 2 / run 1 "
+        lines += ["", "| URLs | change | changed rows | run 1 s | run 2 s | run 2 / run 1 "
                   "| run 1 gzip bytes | run 2 gzip bytes | bytes ratio | shards written (run 2) "
                   "| run 2 stages s |",
-                  "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
-        for r in inc:
-            a, b = r["pipeline"], r["incremental"]["run"]
+                  "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+        for r, i in inc:
+            a, b = r["pipeline"], i["run"]
             c = b["summary"]["counts"]
             st = b["summary"].get("stage_seconds", {})
             lines.append(
-                f"| {r['urls']:,} | {r['incremental']['mutation']['changed_rows']:,} "
+                f"| {r['urls']:,} | {i['mutation'].get('change', 'random')} | "
+                f"{i['mutation']['changed_rows']:,} "
                 f"({c['changed']:,} seen changed) | {a['wall_seconds']:.1f} | "
                 f"{b['wall_seconds']:.1f} | {b['wall_seconds'] / a['wall_seconds']:.2f} | "
                 f"{a['shard_gzip_bytes_written']:,} | {b['shard_gzip_bytes_written']:,} | "
@@ -425,7 +476,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--baseline-gzip-level", type=int, default=6)
     p.add_argument("--no-baseline", action="store_true")
     p.add_argument("--incremental", action="store_true",
-                   help="second run on the same output after changing 0.1%% of the rows")
+                   help="second run on the same output after changing the inventory (--change)")
+    p.add_argument("--change", choices=("random", "clustered", "none"), nargs="+",
+                   default=["random"],
+                   help="what --incremental changes: --change-share of the rows at random "
+                        "(default), 10,000 rows of one URL range and 5,000 new URLs at the end "
+                        "of one section (clustered), or nothing (none: the same inventory "
+                        "again, the common nightly case); several run one after the other on "
+                        "the same output, each against the first inventory")
     p.add_argument("--change-share", type=float, default=0.001)
     p.add_argument("--seed", type=int, default=20261202)
     p.add_argument("--sitemaps", default=str(Path(sys.executable).parent / "sitemaps"),
@@ -459,13 +517,24 @@ def main(argv: list[str] | None = None) -> int:
             print(f"# {size:,}: pipeline {r['pipeline']['wall_seconds']} s, "
                   f"{r['pipeline']['peak_rss_mib']} MiB", file=sys.stderr)
             if args.incremental:
-                inv2 = base / "inventories" / f"inventory-{size}-changed.parquet"
-                mutation = mutate_inventory(inv, inv2, args.change_share, args.seed)
-                run2 = pipeline_run(args.sitemaps, inv2, out, env, base / "logs",
-                                    f"pipeline-{size}-incremental")
-                r["incremental"] = {"mutation": mutation, "run": run2}
-                print(f"# {size:,}: incremental {run2['wall_seconds']} s", file=sys.stderr)
-                inv2.unlink()
+                r["incrementals"] = []
+                for change in args.change:
+                    inv2 = base / "inventories" / f"inventory-{size}-{change}.parquet"
+                    if change == "clustered":
+                        mutation = clustered_change(inv, inv2)
+                    elif change == "none":
+                        shutil.copyfile(inv, inv2)
+                        mutation = {"rows": size, "changed_rows": 0, "seconds": 0.0}
+                    else:
+                        mutation = mutate_inventory(inv, inv2, args.change_share, args.seed)
+                    mutation["change"] = change
+                    run2 = pipeline_run(args.sitemaps, inv2, out, env, base / "logs",
+                                        f"pipeline-{size}-{change}")
+                    r["incrementals"].append({"mutation": mutation, "run": run2})
+                    print(f"# {size:,}: {change} change: {run2['wall_seconds']} s",
+                          file=sys.stderr)
+                    inv2.unlink()
+                r["incremental"] = r["incrementals"][0]
             if not args.no_baseline:
                 limit = baseline_limit(size, args, results)
                 r["baseline"] = baseline_run(inv, base / f"baseline-{size}", env, base / "logs",

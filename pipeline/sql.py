@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -16,23 +17,44 @@ from typing import Any
 
 import duckdb
 
+from pipeline.errors import ConfigError
+
 #: Beside the package in a checkout (editable install), else where a wheel puts it.
 SQL_DIR = next((d for d in (Path(__file__).resolve().parent.parent / "sql",
                             Path(sys.prefix) / "share" / "sitemap-pipeline" / "sql")
                 if d.is_dir()), Path(__file__).resolve().parent.parent / "sql")
 
-def _default_memory_limit() -> str:
-    """A quarter of the machine's memory (at least 1 GB): DuckDB spills to disk past it."""
-    try:
-        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError):
-        return "2GB"
-    return f"{max(1, total // 4 // 1024**3)}GB"
+#: The whole process's memory budget (SITEMAPS_MEMORY, e.g. "1.5GB"): DuckDB gets it less
+#: what Python, pyarrow and the render buffers need beside it (PROCESS_RESERVE), and spills
+#: to SITEMAPS_TEMP_DIR past that, so peak memory does not grow with the inventory.
+DEFAULT_PROCESS_MEMORY = "1.5GB"
+#: Memory kept out of DuckDB's limit for the rest of the process.
+PROCESS_RESERVE = 512 * 1024**2
+_UNITS = {"": 1, "B": 1, "KB": 1000, "MB": 1000**2, "GB": 1000**3, "TB": 1000**4,
+          "KIB": 1024, "MIB": 1024**2, "GIB": 1024**3, "TIB": 1024**4}
 
 
-#: DuckDB's memory limit (SITEMAPS_DUCKDB_MEMORY, e.g. "4GB"); peak memory stays
-#: bounded by it whatever the inventory's size, DuckDB spills to temp_directory past it.
-DEFAULT_MEMORY_LIMIT = os.environ.get("SITEMAPS_DUCKDB_MEMORY") or _default_memory_limit()
+def parse_bytes(text: str) -> int:
+    """Bytes of a size such as "1.5GB", "512MiB" or "2000000" (a clear error otherwise)."""
+    m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]*)\s*", text)
+    if not m or m.group(2).upper() not in _UNITS:
+        raise ConfigError(f"not a memory size: {text!r} (e.g. 1.5GB, 512MiB)")
+    return int(float(m.group(1)) * _UNITS[m.group(2).upper()])
+
+
+def duckdb_memory_limit() -> str:
+    """DuckDB's memory_limit: SITEMAPS_DUCKDB_MEMORY as given, else SITEMAPS_MEMORY (default
+    1.5GB) less PROCESS_RESERVE, at least 256 MB."""
+    if os.environ.get("SITEMAPS_DUCKDB_MEMORY"):
+        return os.environ["SITEMAPS_DUCKDB_MEMORY"]
+    total = parse_bytes(os.environ.get("SITEMAPS_MEMORY") or DEFAULT_PROCESS_MEMORY)
+    return f"{max(256 * 1024**2, total - PROCESS_RESERVE) // 1024**2}MB"
+
+
+def spill_dir() -> str:
+    """Where DuckDB spills past its memory limit (SITEMAPS_TEMP_DIR, default the temp dir)."""
+    return os.environ.get("SITEMAPS_TEMP_DIR") or os.path.join(tempfile.gettempdir(),
+                                                               "sitemaps-duckdb")
 
 
 @functools.cache
@@ -52,14 +74,14 @@ def connect(memory_limit: str | None = None, threads: int | None = None,
     needs it); without, DuckDB may reorder them, which streams writes with less memory.
     """
     con = duckdb.connect(config={"allow_unsigned_extensions": False})
-    con.execute(f"SET memory_limit = '{memory_limit or DEFAULT_MEMORY_LIMIT}'")
+    con.execute(f"SET memory_limit = '{memory_limit or duckdb_memory_limit()}'")
     con.execute("SET TimeZone = 'UTC'")
     con.execute(f"SET preserve_insertion_order = {str(ordered).lower()}")
     # DuckDB's own progress bar shows a long statement's progress, on a terminal only.
     con.execute(f"SET enable_progress_bar = {str(sys.stderr.isatty()).lower()}")
     if threads:
         con.execute(f"SET threads = {int(threads)}")
-    spill = temp_dir or os.path.join(tempfile.gettempdir(), "sitemaps-duckdb")
+    spill = temp_dir or spill_dir()
     os.makedirs(spill, exist_ok=True)
     con.execute("SET temp_directory = ?", [spill])
     con.execute(load_sql("url_line"))  # the rendering macros, used by several stages

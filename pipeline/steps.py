@@ -126,6 +126,14 @@ def begin(opts: RunOptions) -> dict[str, Any]:
         integrity.verify(snapshot, (live.manifest.get("state_check") or {}).get("snapshot", {}),
                          f"the snapshot of the live generation {live.generation}",
                          f"nothing was published; restore that file, or {repair_hint(opts.out)}")
+    # A live shard that is missing (or of another size) is not reused: plan gives it its
+    # rows and render uploads it again.
+    gone = set(missing_files(storage.open_storage(opts.out), live.manifest)) if live.manifest \
+        else set()
+    if gone:
+        log.warning("begin: %d file(s) of the live generation are missing, e.g. %s; this run "
+                    "uploads its shards again", len(gone), min(gone))
+    # Last: nothing after the work folder is made may fail without removing it.
     if opts.work:
         base = opts.work
     else:  # locked while this process lives, so GC removes it only once its run is dead
@@ -153,13 +161,6 @@ def begin(opts: RunOptions) -> dict[str, Any]:
     }
     # The live shard keys go to a work file, not into the context: a 1B-URL site has over
     # 20,000 of them, and the DAG hands the context to every task through XCom.
-    # A live shard that is missing (or of another size) is not reused: plan gives it its
-    # rows and render uploads it again.
-    gone = set(missing_files(storage.open_storage(opts.out), live.manifest)) if live.manifest \
-        else set()
-    if gone:
-        log.warning("begin: %d file(s) of the live generation are missing, e.g. %s; this run "
-                    "uploads its shards again", len(gone), min(gone))
     try:
         _save(ctx, LIVE_KEYS, sorted(s["key"] for s in (live.manifest or {}).get("sitemaps", [])
                                      if s["key"] not in gone))
@@ -167,7 +168,10 @@ def begin(opts: RunOptions) -> dict[str, Any]:
         if ctx["own_work"]:  # our temp folder: no finish will remove it
             import shutil
 
+            from pipeline.gc import release_work_folder
+
             shutil.rmtree(base, ignore_errors=True)
+            release_work_folder(base)
         raise
     log.info("begin: generation %s, live generation %s", generation, live.generation or "none")
     return ctx

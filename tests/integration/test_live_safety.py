@@ -264,16 +264,20 @@ def test_a_loser_that_reused_a_shard_the_winner_dropped_exits_3(
     ctxs = [steps.begin(opts(inv, out, run_time=T0 + timedelta(hours=h), allow_shrink=True))
             for h, inv in ((1, winner_inv), (2, loser_inv))]
     uris = []
-    for ctx in ctxs:
-        steps.load_step(ctx)
-        steps.diff_step(ctx)
-        steps.plan_step(ctx)
-        uris.append(steps.render_step(ctx, None)["uri"])
-    steps.publish_step(ctxs[0], [uris[0]])
-    assert steps.live_keys(ctxs[1]) - _shard_keys(out)  # shards the loser reuses are gone
-    with pytest.raises(PublishConflict, match="another generation was published") as exc:
-        steps.publish_step(ctxs[1], [uris[1]])
-    assert exc.value.exit_code == 3
+    try:
+        for ctx in ctxs:
+            steps.load_step(ctx)
+            steps.diff_step(ctx)
+            steps.plan_step(ctx)
+            uris.append(steps.render_step(ctx, None)["uri"])
+        steps.publish_step(ctxs[0], [uris[0]])
+        assert steps.live_keys(ctxs[1]) - _shard_keys(out)  # shards the loser reuses are gone
+        with pytest.raises(PublishConflict, match="another generation was published") as exc:
+            steps.publish_step(ctxs[1], [uris[1]])
+        assert exc.value.exit_code == 3
+    finally:
+        for ctx in ctxs:
+            steps.finish(ctx)
 
 
 def test_no_bare_runtime_error_in_the_library() -> None:
