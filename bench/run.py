@@ -456,7 +456,14 @@ def metadata() -> dict[str, Any]:
             "duckdb": duckdb.__version__, "pyarrow": pyarrow.__version__,
             "gzip_level": int(os.environ.get("SITEMAPS_GZIP_LEVEL", "1")),
             "date": datetime.now(UTC).isoformat(timespec="seconds"),
-            "duckdb_memory_limit": os.environ.get("SITEMAPS_DUCKDB_MEMORY", "2GB (default)")}
+            "process_memory": os.environ.get("SITEMAPS_MEMORY", "1.5GB (default)"),
+            "duckdb_memory_limit": _duckdb_memory_limit()}
+
+
+def _duckdb_memory_limit() -> str:
+    from pipeline.sql import duckdb_memory_limit
+
+    return duckdb_memory_limit()
 
 
 # --------------------------------------------------------------------------- main
