@@ -272,7 +272,7 @@ def load(inventory: str, site_url: str, work_uri: str, *, section_depth: int = 1
     try:
         normalized_uri = write_parquet(con.sql(sql.load_sql("normalize_inventory"), params={
             "site_prefix": site.prefix, "clean_regex": CLEAN_URL_REGEX, "iri_regex": IRI_PATH_REGEX,
-            "max_len": MAX_URL_LENGTH}), work, NORMALIZED_KEY)
+            "max_len": MAX_URL_LENGTH, "section_depth": section_depth}), work, NORMALIZED_KEY)
         register_parquet(con, "normalized", [normalized_uri])
         con.execute(sql.load_sql("dedupe_rows"))
         con.execute(sql.load_sql("classified_rows"))
@@ -313,9 +313,8 @@ def register_valid(con: duckdb.DuckDBPyConnection, name: str, valid: ValidRows) 
     register_parquet(con, "normalized", [valid.normalized_uri])
     register_parquet(con, "duplicate_rows", [valid.duplicates_uri])
     con.execute(sql.load_sql("classified_rows"))
-    con.sql(sql.load_sql("valid_rows"), params={
-        "site_prefix": valid.site_prefix, "section_depth": valid.section_depth}).create_view(
-            name, replace=True)
+    con.execute(sql.load_sql("section_slugs"))
+    con.sql(sql.load_sql("valid_rows")).create_view(name, replace=True)
 
 
 def _check_url_batch(urls: Any, prefixes: Any) -> Any:

@@ -14,6 +14,7 @@ import logging
 import os
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import duckdb
@@ -199,13 +200,25 @@ def _write_part(con: duckdb.DuckDBPyConnection, pf: pq.ParquetFile, in_part: lis
     shard: Shard | None = next(todo, None)
     sink: _GzipSink | None = None
     written_rows = 0
+    blocks = list(_blocks(groups))
+    output_format = wanted[0].format if wanted else "xml"
+
+    def read_and_render(block: list[int]) -> tuple[pa.Table, pa.ChunkedArray]:
+        table = pf.read_row_groups(block, columns=LINE_COLUMNS)
+        return table, render_lines(con, table, output_format)
+
+    # One thread reads and renders the next block while this one compresses and writes the
+    # current one: DuckDB, pyarrow and ISA-L release the GIL, so the two overlap.
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="render")
+    ahead = pool.submit(read_and_render, blocks[0]) if blocks else None
     try:
-        for g in groups:
+        for i, block in enumerate(blocks):
             if shard is None:
                 break
-            table = pf.read_row_group(g, columns=LINE_COLUMNS)
-            lines = render_lines(con, table, shard.format)
-            base = group_start[g]
+            assert ahead is not None
+            table, lines = ahead.result()
+            ahead = pool.submit(read_and_render, blocks[i + 1]) if i + 1 < len(blocks) else None
+            base = group_start[block[0]]
             while shard is not None:
                 first = shard.row_start or 0
                 end = first + shard.urls
@@ -241,9 +254,30 @@ def _write_part(con: duckdb.DuckDBPyConnection, pf: pq.ParquetFile, in_part: lis
         if sink is not None:
             sink.abort(exc)
         raise
+    finally:
+        if ahead is not None:
+            ahead.cancel()
+        pool.shutdown(wait=True)
     if shard is not None:
         raise InternalError(f"shard {shard.uid} ends past the rows of part {shard.part}")
     return results
+
+
+#: Row groups rendered by one DuckDB query: enough rows (about 1M) for its threads to
+#: share, few enough that the block's lines stay small in memory (about 125 MB).
+BLOCK_ROW_GROUPS = 8
+
+
+def _blocks(groups: list[int]) -> Iterator[list[int]]:
+    """Runs of consecutive row group numbers, at most BLOCK_ROW_GROUPS each."""
+    block: list[int] = []
+    for g in groups:
+        if block and (g != block[-1] + 1 or len(block) == BLOCK_ROW_GROUPS):
+            yield block
+            block = []
+        block.append(g)
+    if block:
+        yield block
 
 
 def _check_section(table: pa.Table, row: int, shard: Shard) -> None:

@@ -1,0 +1,18 @@
+-- section_slugs: the table `section_slugs` (raw_section, section): each distinct run of the
+-- first path segments that name a section (raw_section, cut by normalize_inventory; a
+-- site has few) made safe for a file name once: lowercase letters, digits and '-', at
+-- most 40 characters. valid_rows joins it back, so no row pays for the slug and no
+-- inventory-sized intermediate is built.
+-- Reads `classified`. Parameters: none.
+CREATE OR REPLACE TABLE section_slugs AS
+SELECT
+    raw_section,
+    coalesce(nullif(left(trim(regexp_replace(
+        strip_accents(lower(url_decode(raw_section))),
+        '[^a-z0-9]+', '-', 'g'), '-'), 40), ''), 'root') AS section
+FROM (
+    SELECT DISTINCT raw_section
+    FROM classified
+    WHERE reason IS NULL
+)
+WHERE raw_section IS NOT NULL;
