@@ -46,10 +46,16 @@ def _fields(duck_type: Any, column: str, *, list_of: bool) -> set[str]:
 
 
 def _opt(var: str, field: str, present: set[str], element: str, value: str | None = None) -> str:
+    """The element for one struct field, left out when NULL; text is cleaned (xml_text)."""
     if field not in present:
         return ""
-    v = value or f"xml_escape({var}.{field}::VARCHAR)"
+    v = value or f"xml_text({var}.{field}::VARCHAR)"
     return f" || coalesce('<{element}>' || {v} || '</{element}>', '')"
+
+
+def _url(var: str, field: str) -> str:
+    """A URL field, NULL unless a valid absolute http(s) URL (ext_url, sql/url_line.sql)."""
+    return f"ext_url({var}.{field}::VARCHAR)"
 
 
 def image_xml(present: set[str]) -> tuple[str, str]:
@@ -57,8 +63,11 @@ def image_xml(present: set[str]) -> tuple[str, str]:
     if "loc" not in present:
         raise InventoryError("the inventory's `images` structs need a `loc` field")
     body = "'<image:image>'" + "".join(
-        _opt("i", f, present, f"image:{f}") for f in _IMAGE_FIELDS) + " || '</image:image>'"
-    kept = f"list_filter(images, lambda i: i.loc IS NOT NULL)[1:{MAX_IMAGES_PER_URL}]"
+        _opt("i", f, present, f"image:{f}",
+             f"xml_escape({_url('i', f)})" if f == "loc" else None)
+        for f in _IMAGE_FIELDS) + " || '</image:image>'"
+    # An image without a valid loc (missing, javascript:, relative) is dropped and counted.
+    kept = f"list_filter(images, lambda i: {_url('i', 'loc')} IS NOT NULL)[1:{MAX_IMAGES_PER_URL}]"
     xml = f"coalesce(array_to_string(list_transform({kept}, lambda i: {body}), ''), '')"
     dropped = (f"coalesce(len(images) - len({kept}), 0)")
     return xml, dropped
@@ -70,18 +79,24 @@ def video_xml(present: set[str]) -> tuple[str, str]:
     if not need <= present or not {"content_loc", "player_loc"} & present:
         raise InventoryError("the inventory's `videos` structs need thumbnail_loc, title, "
                              "description and content_loc or player_loc")
-    either = " OR ".join(f"v.{f} IS NOT NULL" for f in ("content_loc", "player_loc")
+    either = " OR ".join(f"{_url('v', f)} IS NOT NULL" for f in ("content_loc", "player_loc")
                          if f in present)
-    valid = (f"list_filter(videos, lambda v: v.thumbnail_loc IS NOT NULL AND v.title IS NOT "
-             f"NULL AND v.description IS NOT NULL AND ({either}))")
-    body = "'<video:video>'" + "".join(_opt("v", f, present, f"video:{f}") for f in _VIDEO_TEXT)
+    # A video without a valid thumbnail, title, description and content or player URL is
+    # dropped and counted; a bad optional field (a duration of "abc") is left out alone.
+    valid = (f"list_filter(videos, lambda v: {_url('v', 'thumbnail_loc')} IS NOT NULL AND "
+             f"v.title IS NOT NULL AND v.description IS NOT NULL AND ({either}))")
+    body = "'<video:video>'" + "".join(
+        _opt("v", f, present, f"video:{f}",
+             f"xml_escape({_url('v', f)})" if f.endswith("_loc") else None)
+        for f in _VIDEO_TEXT)
     for f in _VIDEO_LATER:
         if f == "duration":
             body += _opt("v", f, present, "video:duration",
-                         "CASE WHEN v.duration::INTEGER BETWEEN 1 AND 28800 "
-                         "THEN v.duration::INTEGER::VARCHAR END")
+                         "CASE WHEN try_cast(v.duration AS INTEGER) BETWEEN 1 AND 28800 "
+                         "THEN try_cast(v.duration AS INTEGER)::VARCHAR END")
         elif f in ("expiration_date", "publication_date"):
-            body += _opt("v", f, present, f"video:{f}", f"w3c_time(v.{f}::TIMESTAMPTZ)")
+            body += _opt("v", f, present, f"video:{f}",
+                         f"w3c_time(try_cast(v.{f} AS TIMESTAMPTZ))")
         elif f == "family_friendly":
             body += _opt("v", f, present, "video:family_friendly",
                          "CASE WHEN v.family_friendly THEN 'yes' ELSE 'no' END")
@@ -96,9 +111,11 @@ def alternates_xml(present: set[str]) -> tuple[str, str]:
     """(hreflang links, 1 when dropped because the URL is not among its own alternates)."""
     if not {"hreflang", "href"} <= present:
         raise InventoryError("the inventory's `alternates` structs need hreflang and href")
-    valid = "list_filter(alternates, lambda a: a.hreflang IS NOT NULL AND a.href IS NOT NULL)"
+    # An alternate whose href is not a valid absolute http(s) URL is left out.
+    valid = (f"list_filter(alternates, lambda a: a.hreflang IS NOT NULL AND "
+             f"{_url('a', 'href')} IS NOT NULL)")
     lists_self = f"list_contains(list_transform({valid}, lambda a: a.href), url)"
-    link = ("'<xhtml:link rel=\"alternate\" hreflang=\"' || xml_escape(a.hreflang) || "
+    link = ("'<xhtml:link rel=\"alternate\" hreflang=\"' || xml_text(a.hreflang) || "
             "'\" href=\"' || xml_escape(a.href) || '\"/>'")
     xml = (f"CASE WHEN {lists_self} THEN array_to_string(list_transform({valid}, "
            f"lambda a: {link}), '') ELSE '' END")

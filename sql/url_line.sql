@@ -56,3 +56,21 @@ CREATE OR REPLACE MACRO raw_section(path, depth) AS
         WHEN len(string_split(path, '/')) > depth
         THEN array_to_string(string_split(path, '/')[1:depth], '/')
     END;
+-- xml_text: an extension's text field as XML character data: the characters XML 1.0
+-- forbids (C0 controls but tab, newline and carriage return; U+FFFE, U+FFFF) removed, then
+-- escaped. One control character would make a whole file unparseable.
+CREATE OR REPLACE MACRO xml_text(s) AS
+    xml_escape(CASE
+        WHEN regexp_matches(s, '[\x00-\x08\x0b\x0c\x0e-\x1f\x{fffe}\x{ffff}]')
+        THEN regexp_replace(s, '[\x00-\x08\x0b\x0c\x0e-\x1f\x{fffe}\x{ffff}]', '', 'g')
+        ELSE s
+    END);
+-- ext_url: an extension's URL (image, video, hreflang) when it is an absolute http(s) URL
+-- with a host, no whitespace, control or unsafe characters and at most 2,048 characters;
+-- NULL otherwise (javascript:, data:, relative, broken), so the element is left out.
+CREATE OR REPLACE MACRO ext_url(u) AS
+    CASE
+        WHEN strlen(u) <= 2048
+             AND regexp_full_match(u, 'https?://[^\s/?#<>"{}|\\^`\x00-\x1f\x7f@]+(?:[/?#][^\s<>"{}|\\^`\x00-\x1f\x7f]*)?')
+        THEN u
+    END;

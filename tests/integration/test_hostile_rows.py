@@ -46,3 +46,46 @@ def test_impossible_timestamp_lastmods_are_dropped_and_counted(tmp_path: Path) -
     lastmods = read_output(str(out)).lastmods
     assert [lastmods[u] for u in urls] == ["2026-12-01T03:00:00Z", "2026-12-01T03:00:00Z",
                                            "2026-01-02T03:04:05Z"]
+
+
+def test_hostile_extension_fields_are_cleaned_or_dropped(tmp_path: Path) -> None:
+    """Issue 14, item 11: a control character in a caption would make the whole file
+    unparseable; javascript: URLs must never be published; a bad duration is no failure."""
+    import gzip
+
+    import pyarrow.parquet as pq
+
+    image = pa.struct([("loc", pa.string()), ("caption", pa.string())])
+    video = pa.struct([("thumbnail_loc", pa.string()), ("title", pa.string()),
+                       ("description", pa.string()), ("content_loc", pa.string()),
+                       ("duration", pa.string())])
+    alt = pa.struct([("hreflang", pa.string()), ("href", pa.string())])
+    schema = pa.schema([("url", pa.string()), ("images", pa.list_(image)),
+                        ("videos", pa.list_(video)), ("alternates", pa.list_(alt))])
+    rows = [
+        {"url": f"{SITE}g/1", "images": [
+            {"loc": f"{SITE}i/1.jpg", "caption": "bell\x07 and\x00 nul\x1f"},
+            {"loc": "javascript:alert(1)", "caption": "x"},
+            {"loc": "/relative.jpg", "caption": "y"}], "videos": None, "alternates": None},
+        {"url": f"{SITE}v/1", "images": None, "videos": [
+            {"thumbnail_loc": "javascript:alert(2)", "title": "t", "description": "d",
+             "content_loc": f"{SITE}v.mp4", "duration": "60"},
+            {"thumbnail_loc": f"{SITE}t.jpg", "title": "t\x0b", "description": "d",
+             "content_loc": f"{SITE}v.mp4", "duration": "abc"}], "alternates": None},
+        {"url": f"{SITE}h/en", "images": None, "videos": None, "alternates": [
+            {"hreflang": "en", "href": f"{SITE}h/en"},
+            {"hreflang": "de", "href": "javascript:alert(3)"}]},
+    ]
+    inv = tmp_path / "inv.parquet"
+    pq.write_table(pa.Table.from_pylist(rows, schema=schema), inv)
+    out = tmp_path / "out"
+    summary = run(RunOptions(inventory=str(inv), site_url=SITE, out=str(out), run_time=T0))
+    dropped = summary["counts"]["dropped_fields"]
+    assert (dropped["images_dropped"], dropped["videos_dropped"]) == (2, 1)
+    output = read_output(str(out))  # every file parses and validates against the XSDs
+    assert sorted(output.locs) == sorted(r["url"] for r in rows)
+    body = b"".join(gzip.decompress(p.read_bytes()) for p in (out / "sitemaps").iterdir())
+    assert b"javascript:" not in body and b"relative.jpg" not in body
+    assert b"<image:caption>bell and nul</image:caption>" in body
+    assert b"<video:title>t</video:title>" in body and b"<video:duration>" not in body
+    assert b'hreflang="en"' in body and b'hreflang="de"' not in body
