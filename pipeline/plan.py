@@ -41,6 +41,7 @@ import logging
 import os
 import time
 import uuid
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -507,12 +508,13 @@ def _plan_slice(con: duckdb.DuckDBPyConnection, work: storage.Storage, part: int
     stats = con.sql(sql.load_sql("group_stats")).fetchall()
     groups, split, merged = _groups([row[:5] for row in stats], limits, first_run=first_run)
     # A group that keeps one base shard as it is: its key from the sums alone.
+    members = Counter(g["group_id"] for g in groups)
     reused: dict[int, Shard] = {}
     for g, (section, base, urls, body, _, xor, lastmod, ns, changed, *_) in zip(
             groups, stats, strict=True):
         if g["repack"] or g["merged"] or base is None:
             continue
-        if any(h["group_id"] == g["group_id"] and h is not g for h in groups):
+        if members[g["group_id"]] > 1:
             continue  # a tiny shard merges into it: its content changes
         shard = _shard(section, int(base), int(urls), int(body), lastmod, int(xor), int(ns),
                        int(changed), output_format, part=None)
@@ -633,7 +635,7 @@ def _read_narrow(part_uri: str) -> dict[str, Any]:
 
     table = read_table(part_uri, ["group_id", "section", "line_bytes", "row_hash", "lastmod",
                                   "ns", "changed"])
-    lastmod = table.column("lastmod").cast(pa.int64())
+    lastmod = table.column("lastmod").cast(pa.timestamp("us", tz="UTC")).cast(pa.int64())
     return {
         "group_id": table.column("group_id").to_numpy(),
         "section": _SectionAt(table.column("section")),
