@@ -19,9 +19,6 @@ NAMESPACES = {
     "news": "http://www.google.com/schemas/sitemap-news/0.9",
     "xhtml": "http://www.w3.org/1999/xhtml",
 }
-#: The marker each namespace's elements start with inside a <url> line.
-NAMESPACE_MARKERS = {"image": "<image:image>", "video": "<video:video>",
-                     "news": "<news:news>", "xhtml": "<xhtml:link "}
 #: News articles older than this (days, against the run's time) leave the news sitemaps.
 NEWS_MAX_AGE_DAYS = 2
 #: The section that holds the news sitemaps (at most 1,000 URLs per file).

@@ -5,8 +5,9 @@ rewrites few shards. Only a shard that would break a limit is split (to
 SPLIT_FILL of the limits, leaving room to grow); a shard that fell below
 MERGE_BELOW of the limits is merged into its predecessor when both fit in
 one file; a new section (or a first run) is packed full. Writes
-`planned/part-NNNNN.parquet` (rows with their shard and rendered line, in file
-order; one file per slice) and `shards.json` under the work prefix.
+`planned/part-NNNNN.parquet` (the rows of the shards to write, in file order: each
+shard a run of consecutive rows; one file per slice) and `shards.json` under the
+work prefix. A shard whose key is already live is reused: its rows are in no part.
 
 Slices: the plan works on at most about SLICE_ROWS rows at a time, so its peak
 memory and temp disk are bounded by a slice, not by the inventory. A slice is
@@ -26,9 +27,10 @@ new shards under provisional numbers (`provisional_base`): in a section's first
 slice they are already the final ones; in a later slice they are
 `(slice + 1) << 32` onwards, above every final number, in the same order, and
 unique in the whole plan. `combine` gives every shard its final number, exactly
-what numbering the slices one after the other gives, and keeps the number of its
-rows in the part as `Shard.planned_shard`; render checks rows against that, and
-the snapshot (pipeline.snapshot) takes the final one.
+what numbering the slices one after the other gives, and keeps the slice's number
+as `Shard.planned_shard`. Rows carry no shard number: a shard's rows are found by
+its row range (`Shard.row_start`, `urls`), so the snapshot (pipeline.snapshot)
+gives them the final number directly.
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ from pipeline.errors import ConfigError, InternalError
 from pipeline.extensions import NEWS_SECTION
 from pipeline.limits import MAX_URLS_PER_NEWS_SITEMAP
 from pipeline.load import register_parquet, write_parquet
+from pipeline.parquet import read_table
 from pipeline.sitemap_xml import FORMAT_VERSION, URLSET_FOOTER, urlset_header
 
 log = logging.getLogger(__name__)
@@ -247,7 +250,7 @@ def _cuts_by_shards(bounds: list[tuple[str, str, int]], slice_rows: int) -> list
 
     A cut is a shard's smallest URL that no other shard spans (all shards that start
     below it end below it), so every previous shard, and every new URL its range
-    takes (assign_shards), lies in one slice. Shards are added until about slice_rows.
+    takes (assigned_rows), lies in one slice. Shards are added until about slice_rows.
     """
     cuts: list[str] = []
     acc = 0
@@ -583,7 +586,8 @@ def _ascii_prefix_length(a: str, b: str) -> int:
     return next((i for i, c in enumerate(prefix) if ord(c) > 127), len(prefix))
 
 
-#: The namespace flags of assigned_rows' `ns` column, in bit order.
+#: The namespace flags of assigned_rows' `ns` column, in bit order (the SQL looks for each
+#: namespace's first element: <image:image>, <video:video>, <news:news>, <xhtml:link ).
 NAMESPACE_BITS = ("image", "video", "news", "xhtml")
 #: A shard whose rows have no lastmod (the lastmod column's NULL, read as int64).
 _NO_TIME = np.iinfo(np.int64).min
@@ -631,8 +635,6 @@ def _group_runs(group_ids: np.ndarray) -> list[tuple[int, int, int]]:
 
 def _read_narrow(part_uri: str) -> dict[str, Any]:
     """The part's narrow columns as numpy arrays (section as a list): a slice's rows."""
-    from pipeline.parquet import read_table
-
     table = read_table(part_uri, ["group_id", "section", "line_bytes", "row_hash", "lastmod",
                                   "ns", "changed"])
     lastmod = table.column("lastmod").cast(pa.timestamp("us", tz="UTC")).cast(pa.int64())
