@@ -39,9 +39,8 @@ SELECT
     CASE WHEN NOT starts_with(checked_url, '!') THEN checked_url END AS url,
     CASE WHEN starts_with(checked_url, '!') THEN substr(checked_url, 2) END AS reason,
     -- the path segments that name the row's section (slugged once per distinct value, by
-    -- section_slugs): cut here, where the row is read anyway
-    CASE WHEN NOT starts_with(checked_url, '!')
-         THEN raw_section(url_path(checked_url, $site_prefix), $section_depth) END AS raw_section,
+    -- section_slugs): cut here, where the row is read anyway; meaningless on a reject
+    raw_section(checked_url, $site_prefix, $section_depth) AS raw_section,
     lastmod,
     lastmod_raw_invalid,
     changefreq,

@@ -15,4 +15,4 @@ FROM (
     FROM classified
     WHERE reason IS NULL
 )
-WHERE raw_section IS NOT NULL;
+WHERE raw_section <> '';  -- '': no section, 'root' (valid_rows)

@@ -52,7 +52,7 @@ def test_valid_rows_sections(con: duckdb.DuckDBPyConnection) -> None:
                          ("news_date", pa.timestamp("s", tz="UTC"))])))
     def sections(depth: int) -> dict[str, str]:
         # raw_section as normalize_inventory cuts it
-        con.sql("SELECT *, raw_section(url_path(url, $p), $d) AS raw_section FROM classified_base",
+        con.sql("SELECT *, raw_section(url, $p, $d) AS raw_section FROM classified_base",
                 params={"p": p, "d": depth}).create_view("classified", replace=True)
         con.execute(sql.load_sql("section_slugs"))
         return {r[0]: r[1] for r in con.sql(sql.load_sql("valid_rows")).fetchall()}
