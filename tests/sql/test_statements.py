@@ -9,7 +9,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from pipeline import sql
+from pipeline import load, sql
 
 T = datetime(2026, 12, 2, 3, 0, 0, tzinfo=UTC)
 EARLIER = datetime(2026, 11, 1, tzinfo=UTC)
@@ -20,13 +20,22 @@ def con() -> duckdb.DuckDBPyConnection:
     return sql.connect(memory_limit="256MB", threads=1)
 
 
-def test_dedupe_keeps_newest_lastmod_then_first_row(con: duckdb.DuckDBPyConnection) -> None:
+@pytest.mark.parametrize("pass_rows", [16_000_000, 2], ids=["one-pass", "three-passes"])
+def test_dedupe_keeps_newest_lastmod_then_first_row(con: duckdb.DuckDBPyConnection,
+                                                    monkeypatch: pytest.MonkeyPatch,
+                                                    pass_rows: int) -> None:
     con.register("normalized", pa.table({
         "row_id": [1, 2, 3, 4, 5, 6],
         "url": ["u1", "u1", "u2", "u2", None, "u3"],
         "reason": [None, None, None, None, "empty", None],
         "lastmod": [EARLIER, T, None, None, None, None],
     }))
+    monkeypatch.setattr(load, "DEDUPE_PASS_ROWS", pass_rows)
+    repeated = load.repeated_url_hashes(con)
+    assert sorted(repeated.column("url_hash").to_pylist()) == sorted(
+        r[0] for r in con.sql("SELECT DISTINCT hash(url) FROM normalized "
+                              "WHERE url IN ('u1', 'u2')").fetchall())
+    con.register("repeated_url_hashes", repeated)
     con.execute(sql.load_sql("dedupe_rows"))
     con.execute(sql.load_sql("classified_rows"))
     got = con.sql("SELECT row_id, reason FROM classified ORDER BY row_id").fetchall()
