@@ -68,7 +68,8 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--shrink-threshold", type=float, default=0.10,
                    help="largest allowed drop in published URLs (default 0.10)")
     p.add_argument("--max-reject-share", type=float, default=0.05,
-                   help="fail when more than this share of rows is rejected (default 0.05)")
+                   help="fail when more than this share of rows is rejected as bad data "
+                        "(default 0.05; rows the indexability gate leaves out do not count)")
     p.add_argument("--force", action="store_true", help="rewrite every shard file")
     p.add_argument("--format", choices=("xml", "txt"), default="xml",
                    help="xml sitemaps (default) or plain-text ones, one URL a line")
@@ -227,8 +228,10 @@ def _print_summary(summary: dict[str, Any], as_json: bool) -> None:
     if notify.get("report"):
         print(f"report: {notify['report']}")
     rejected = ", ".join(f"{k} {v:,}" for k, v in sorted(c["rejected"].items())) or "none"
+    gate = (f", of which {c['not_indexable']:,} not indexable (the site's own signals)"
+            if c.get("not_indexable") else "")
     print(f"input rows {c['input_rows']:,}: published {c['published']:,}, "
-          f"rejected {c['rejected_rows']:,} ({rejected})")
+          f"rejected {c['rejected_rows']:,} ({rejected}){gate}")
     print(f"changes: {c['added']:,} added, {c['changed']:,} changed, {c['removed']:,} removed, "
           f"{c['unchanged']:,} unchanged")
     print(f"sitemaps: {c['sitemaps']:,} ({c['shards_written']:,} written, "

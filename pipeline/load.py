@@ -47,8 +47,9 @@ REJECTS_KEY = "rejects.parquet"
 
 _STRING = ("VARCHAR",)
 _TIMESTAMPS = ("TIMESTAMP", "TIMESTAMP_S", "TIMESTAMP_MS", "TIMESTAMP_NS", "DATE")
-_NUMBERS = ("DOUBLE", "FLOAT", "DECIMAL", "INTEGER", "BIGINT", "SMALLINT", "TINYINT", "HUGEINT",
-            "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT")
+_INTEGERS = ("INTEGER", "BIGINT", "SMALLINT", "TINYINT", "HUGEINT", "UTINYINT", "USMALLINT",
+             "UINTEGER", "UBIGINT")
+_NUMBERS = ("DOUBLE", "FLOAT", "DECIMAL", *_INTEGERS)
 
 
 @dataclass(frozen=True)
@@ -81,6 +82,11 @@ class LoadResult:
     @property
     def rejected_rows(self) -> int:
         return sum(self.rejected.values())
+
+    @property
+    def not_indexable(self) -> int:
+        """Rows the indexability gate left out (part of rejected_rows)."""
+        return sum(v for k, v in self.rejected.items() if k in GATE_REASONS)
 
     @property
     def valid(self) -> ValidRows:
@@ -216,8 +222,35 @@ def _typed_columns(types: dict[str, str], duck_types: dict[str, Any]) -> list[st
         cols.append("hex(content_hash) AS content_hash")
     else:
         cols.append("content_hash::VARCHAR AS content_hash")
-    return cols + extension_columns(
+    return cols + _gate_columns(types) + extension_columns(
         {k: v for k, v in duck_types.items() if k in ("images", "videos", "alternates", "news")})
+
+
+#: The indexability gate's optional columns: the types accepted, the type of the NULL column
+#: that stands for a missing one, and what the column must be (for the error).
+GATE_COLUMNS = {
+    "http_status": (_INTEGERS, "INTEGER", "an integer (the page's HTTP status)"),
+    "canonical_url": (_STRING, "VARCHAR", "a string (the page's canonical URL)"),
+    "noindex": (("BOOLEAN",), "BOOLEAN", "a boolean (the page says noindex)"),
+    "redirect_to": (_STRING, "VARCHAR", "a string (where the page redirects)"),
+}
+#: The reject reasons of the gate: the site's own signals, not bad data (check_rejects).
+GATE_REASONS = ("not_200", "redirect", "noindex", "not_canonical")
+
+
+def _gate_columns(types: dict[str, str]) -> list[str]:
+    """The indexability gate's columns, NULL when the inventory has none (then they cost
+    nothing: DuckDB folds the gate away); a column of another type is refused."""
+    cols = []
+    for name, (accepted, as_type, what) in GATE_COLUMNS.items():
+        t = types.get(name)
+        if t is None:
+            cols.append(f"NULL::{as_type} AS {name}")
+        elif t.split("(")[0] in accepted:
+            cols.append(name)  # as it is: a HUGEINT status is compared, never cast
+        else:
+            raise InventoryError(f"the inventory's `{name}` column is {t}; it must be {what}")
+    return cols
 
 
 @contextlib.contextmanager
@@ -270,6 +303,7 @@ def load(inventory: str, site_url: str, work_uri: str, *, section_depth: int = 1
     con.create_function("check_url", _check_url_batch, ["VARCHAR", "VARCHAR"], "VARCHAR",
                         type="arrow", null_handling="special",  # type: ignore[call-overload]
                         side_effects=False)
+    con.execute(sql.load_sql("normalize_macros"))
     work = storage.open_storage(work_uri)
     try:
         normalized_uri = write_parquet(con.sql(sql.load_sql("normalize_inventory"), params={

@@ -204,10 +204,17 @@ def _read(ctx: dict[str, Any], name: str) -> Any:
 
 
 def check_rejects(input_rows: int, rejected: dict[str, int], max_share: float) -> None:
-    """Fails the run when rejects exceed `max_share` of the input."""
-    n = sum(rejected.values())
+    """Fails the run when rejects exceed `max_share` of the input.
+
+    The indexability gate's reasons (GATE_REASONS) do not count: they are the site's own
+    signals (404s, redirects, noindex, other canonicals), not bad data.
+    """
+    from pipeline.load import GATE_REASONS
+
+    bad = {k: v for k, v in rejected.items() if k not in GATE_REASONS}
+    n = sum(bad.values())
     if input_rows and n / input_rows > max_share:
-        detail = ", ".join(f"{k}: {v:,}" for k, v in sorted(rejected.items()))
+        detail = ", ".join(f"{k}: {v:,}" for k, v in sorted(bad.items()))
         raise TooManyRejects(
             f"{n:,} of {input_rows:,} input rows ({n / input_rows:.1%}) were rejected ({detail}), "
             f"more than the {max_share:.0%} allowed; nothing was published; see the rejects "
@@ -225,6 +232,7 @@ def load_step(ctx: dict[str, Any], progress: Any = None) -> dict[str, Any]:
                   section_depth=ctx["section_depth"], progress=progress or QUIET)
     counts = {"input_rows": result.input_rows, "valid_rows": result.valid_rows,
               "rejected": result.rejected, "rejected_rows": result.rejected_rows,
+              "not_indexable": result.not_indexable,
               "dropped_fields": result.field_issues, "seconds": round(result.seconds, 3),
               "diff_partitions": ctx.get("diff_partitions") or partitions_for(result.valid_rows)}
     _save(ctx, "load.json", {**counts, "valid": asdict(result.valid),
@@ -397,6 +405,7 @@ def publish_step(ctx: dict[str, Any], render_uris: list[str]) -> dict[str, Any]:
     counts = {
         "input_rows": loaded["input_rows"], "rejected": loaded["rejected"],
         "rejected_rows": loaded["rejected_rows"], "dropped_fields": loaded["dropped_fields"],
+        "not_indexable": loaded.get("not_indexable", 0),
         **{k: diffed[k] for k in ("added", "changed", "unchanged", "removed", "lastmod_clamped",
                                   "news_articles")},
         "shards_written": len(written), "shards_reused": len(shards) - len(written),
@@ -468,6 +477,7 @@ def dry_run_summary(ctx: dict[str, Any]) -> dict[str, Any]:
         "counts": {
             "input_rows": loaded["input_rows"], "rejected": loaded["rejected"],
             "rejected_rows": loaded["rejected_rows"], "published": sum(s.urls for s in shards),
+            "not_indexable": loaded.get("not_indexable", 0),
             **{k: diffed[k] for k in ("added", "changed", "unchanged", "removed",
                                       "lastmod_clamped")},
             "sitemaps": len(shards), "shards_to_write": len(keys - live),

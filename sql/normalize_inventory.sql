@@ -1,36 +1,49 @@
 -- normalize_inventory: one row per input row, its URL normalised or a reject reason;
 -- pipeline.load streams it to normalized.parquet (it is never held in memory whole).
 -- Reads the view `inventory_typed` (url, lastmod, changefreq, priority, content_hash,
--- row_id), built by pipeline.load from code constants after the schema check.
+-- row_id, the indexability columns http_status, canonical_url, noindex, redirect_to, the
+-- extensions), built by pipeline.load from code constants after the schema check; the
+-- macro normalized_url (normalize_macros.sql) holds the URL rules.
 -- Parameters: $site_prefix (scheme://host/path/ every published URL starts with),
 -- $clean_regex (URLs that need no normalisation), $iri_regex (URLs whose path
 -- holds only unreserved characters, "/" and non-ASCII: encoded here segment by
 -- segment, the commonest dirty case), $max_len (longest <loc>).
--- Other rows go to the Python UDF check_url (pipeline/urls.py, the reference
--- the two fast paths agree with), which returns the normalised URL or '!reason'.
+-- Indexability gate: a valid URL whose http_status is not 200, that redirects, is noindex
+-- or names another (normalised) URL as canonical is rejected as not_200, redirect,
+-- noindex or not_canonical, in that order; a bad URL keeps its own reason.
 WITH checked AS (
     SELECT
         *,
+        normalized_url(url, $site_prefix, $clean_regex, $iri_regex, $max_len) AS encoded_url,
+        -- a canonical URL given as the URL itself needs no work; another one is normalised
+        -- by the same rules before it is compared
         CASE
-            WHEN url IS NOT NULL
-                 AND starts_with(url, $site_prefix)
-                 AND length(url) <= $max_len
-                 AND regexp_full_match(url, $clean_regex)
-            THEN url
-            WHEN starts_with(url, $site_prefix) AND regexp_full_match(url, $iri_regex)
-            THEN $site_prefix || array_to_string(list_transform(
-                     string_split(substr(url, length($site_prefix) + 1), '/'),
-                     lambda seg: url_encode(seg)), '/')
-            ELSE check_url(url, $site_prefix)
-        END AS encoded_url
+            WHEN canonical_url IS NULL OR trim(canonical_url) = '' THEN NULL
+            WHEN canonical_url = url THEN '='
+            ELSE normalized_url(canonical_url, $site_prefix, $clean_regex, $iri_regex, $max_len)
+        END AS canonical_checked
     FROM inventory_typed
 ),
 checked_length AS (
     SELECT
         *,
         CASE WHEN length(encoded_url) > $max_len THEN '!too_long' ELSE encoded_url END
-            AS checked_url
+            AS valid_url
     FROM checked
+),
+-- the indexability gate: a valid URL the site itself says is not to be indexed
+gated AS (
+    SELECT
+        *,
+        CASE
+            WHEN starts_with(valid_url, '!') THEN valid_url
+            WHEN http_status <> 200 THEN '!not_200'
+            WHEN redirect_to IS NOT NULL AND trim(redirect_to) <> '' THEN '!redirect'
+            WHEN noindex THEN '!noindex'
+            WHEN canonical_checked <> '=' AND canonical_checked <> valid_url THEN '!not_canonical'
+            ELSE valid_url
+        END AS checked_url
+    FROM checked_length
 )
 SELECT
     row_id,
@@ -56,4 +69,4 @@ SELECT
     news_language,
     news_date,
     news_title
-FROM checked_length;
+FROM gated;
