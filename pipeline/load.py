@@ -174,7 +174,8 @@ def _typed_columns(types: dict[str, str], duck_types: dict[str, Any]) -> list[st
         raise InventoryError("the inventory has no `url` column (a string column is required)")
     if url_t not in _STRING:
         raise InventoryError(f"the inventory's `url` column is {url_t}; it must be a string")
-    cols = ["url", f"{ROW_ID} AS row_id"]
+    # invalid_utf8: false, unless load reads cleaned copies of the files (clean_utf8)
+    cols = ["url", f"{ROW_ID} AS row_id", "false AS invalid_utf8"]
 
     lm = types.get("lastmod")
     if lm is None:
@@ -298,24 +299,42 @@ def load(inventory: str, site_url: str, work_uri: str, *, section_depth: int = 1
         raise InventoryError(f"cannot read the inventory {inventory!r}: {_one_line(exc)}") from exc
     except OSError as exc:
         raise InventoryError(f"cannot read the inventory {inventory!r}: {exc}") from exc
-    con.sql(f"SELECT {', '.join(_typed_columns(types, duck_types))} FROM inventory_raw").create_view(
-        "inventory_typed", replace=True)
     con.create_function("check_url", _check_url_batch, ["VARCHAR", "VARCHAR"], "VARCHAR",
                         type="arrow", null_handling="special",  # type: ignore[call-overload]
                         side_effects=False)
     con.execute(sql.load_sql("normalize_macros"))
     work = storage.open_storage(work_uri)
-    try:
-        normalized_uri = write_parquet(con.sql(sql.load_sql("normalize_inventory"), params={
-            "site_prefix": site.prefix, "clean_regex": CLEAN_URL_REGEX, "iri_regex": IRI_PATH_REGEX,
-            "max_len": MAX_URL_LENGTH, "section_depth": section_depth}), work, NORMALIZED_KEY)
-        register_parquet(con, "normalized", [normalized_uri])
-        con.register("repeated_url_hashes", repeated_url_hashes(con))
-        con.execute(sql.load_sql("dedupe_rows"))
-        con.unregister("repeated_url_hashes")
-        con.execute(sql.load_sql("classified_rows"))
-    except duckdb.Error as exc:
-        raise InventoryError(f"cannot read the inventory {inventory!r}: {_one_line(exc)}") from exc
+    params = {"site_prefix": site.prefix, "clean_regex": CLEAN_URL_REGEX,
+              "iri_regex": IRI_PATH_REGEX, "max_len": MAX_URL_LENGTH,
+              "section_depth": section_depth}
+    typed = f"SELECT {', '.join(_typed_columns(types, duck_types))} FROM inventory_raw"
+    con.sql(typed).create_view("inventory_typed", replace=True)
+    with tempfile.TemporaryDirectory(prefix="sitemaps-utf8-") as cleaned_dir:
+        try:
+            try:
+                normalized_uri = write_parquet(con.sql(sql.load_sql("normalize_inventory"),
+                                                       params=params), work, NORMALIZED_KEY)
+            except duckdb.InvalidInputException as exc:
+                if "not valid UTF8" not in str(exc):
+                    raise
+                # DuckDB refuses a file with one string that is not UTF-8: read it again with
+                # pyarrow, which does not, and reject just those rows (invalid_utf8).
+                log.warning("load: the inventory holds strings that are not valid UTF-8; "
+                            "reading it again to reject those rows (%s)", _one_line(exc))
+                cleaned = clean_utf8(files, Path(cleaned_dir))
+                register_parquet(con, "inventory_raw", cleaned, row_ids=True)
+                con.sql(typed.replace("false AS invalid_utf8", f"{INVALID_UTF8} AS invalid_utf8")
+                        ).create_view("inventory_typed", replace=True)
+                normalized_uri = write_parquet(con.sql(sql.load_sql("normalize_inventory"),
+                                                       params=params), work, NORMALIZED_KEY)
+            register_parquet(con, "normalized", [normalized_uri])
+            con.register("repeated_url_hashes", repeated_url_hashes(con))
+            con.execute(sql.load_sql("dedupe_rows"))
+            con.unregister("repeated_url_hashes")
+            con.execute(sql.load_sql("classified_rows"))
+        except duckdb.Error as exc:
+            raise InventoryError(
+                f"cannot read the inventory {inventory!r}: {_one_line(exc)}") from exc
 
     # No rows is not an error here: the shrink guard refuses to publish an empty generation.
     counts = con.sql(sql.load_sql("field_issues"))
@@ -367,6 +386,57 @@ def repeated_url_hashes(con: duckdb.DuckDBPyConnection) -> pa.Table:
         hashes = np.sort(np.asarray(hashes, dtype=np.uint64))
         repeated.append(np.unique(hashes[1:][hashes[1:] == hashes[:-1]]))
     return pa.table({"url_hash": pa.array(np.concatenate(repeated), pa.uint64())})
+
+
+#: The column clean_utf8 adds: the row held a string that is not valid UTF-8.
+INVALID_UTF8 = "_invalid_utf8"
+
+
+def clean_utf8(files: list[str], folder: Path) -> list[str]:
+    """Copies of the inventory's files under `folder` (same rows, same order, so the same row
+    ids) where a row with a top-level string that is not valid UTF-8 has INVALID_UTF8 set:
+    its bad strings become readable text (the bytes escaped, for the rejects file) and the
+    row is rejected as `invalid_utf8`. pyarrow reads such strings, DuckDB does not."""
+    import pyarrow.parquet as pq
+
+    base = os.path.commonpath([f.removeprefix("s3://") for f in files]) if len(files) > 1 else ""
+    fs = storage.s3_filesystem() if files and storage.is_s3(files[0]) else None
+    cleaned: list[str] = []
+    for f in files:
+        path = f.removeprefix("s3://")
+        # keep the folders below the common base: Hive partition values live there
+        rel = os.path.relpath(path, base) if base else os.path.basename(path)
+        target = folder / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        source = pq.ParquetFile(fs.open_input_file(path) if fs else path)
+        schema = source.schema_arrow.append(pa.field(INVALID_UTF8, pa.bool_()))
+        with pq.ParquetWriter(str(target), schema, compression="lz4") as writer:
+            for batch in source.iter_batches(batch_size=65_536):
+                writer.write_batch(_flag_invalid_utf8(batch, schema))
+        cleaned.append(str(target))
+    return cleaned
+
+
+def _flag_invalid_utf8(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+    bad = np.zeros(batch.num_rows, dtype=bool)
+    columns = []
+    for column in batch.columns:
+        if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+            try:
+                column.validate(full=True)
+            except pa.ArrowInvalid:
+                raw = column.view(pa.large_binary() if pa.types.is_large_string(column.type)
+                                  else pa.binary()).to_pylist()
+                fixed = []
+                for i, value in enumerate(raw):
+                    try:
+                        fixed.append(None if value is None else value.decode("utf-8"))
+                    except UnicodeDecodeError:
+                        bad[i] = True
+                        fixed.append(value.decode("utf-8", errors="backslashreplace"))
+                column = pa.array(fixed, column.type)
+        columns.append(column)
+    return pa.RecordBatch.from_arrays([*columns, pa.array(bad)], schema=schema)
 
 
 def register_valid(con: duckdb.DuckDBPyConnection, name: str, valid: ValidRows) -> None:

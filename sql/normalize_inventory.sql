@@ -10,7 +10,8 @@
 -- segment, the commonest dirty case), $max_len (longest <loc>).
 -- Indexability gate: a valid URL whose http_status is not 200, that redirects, is noindex
 -- or names another (normalised) URL as canonical is rejected as not_200, redirect,
--- noindex or not_canonical, in that order; a bad URL keeps its own reason.
+-- noindex or not_canonical, in that order; a bad URL keeps its own reason. A row with a
+-- string that is not UTF-8 (invalid_utf8, set by pipeline.load.clean_utf8) is rejected first.
 WITH checked AS (
     SELECT
         *,
@@ -36,6 +37,7 @@ gated AS (
     SELECT
         *,
         CASE
+            WHEN invalid_utf8 THEN '!invalid_utf8'
             WHEN starts_with(valid_url, '!') THEN valid_url
             WHEN http_status <> 200 THEN '!not_200'
             WHEN redirect_to IS NOT NULL AND trim(redirect_to) <> '' THEN '!redirect'

@@ -89,3 +89,34 @@ def test_hostile_extension_fields_are_cleaned_or_dropped(tmp_path: Path) -> None
     assert b"<image:caption>bell and nul</image:caption>" in body
     assert b"<video:title>t</video:title>" in body and b"<video:duration>" not in body
     assert b'hreflang="en"' in body and b'hreflang="de"' not in body
+
+
+def test_invalid_utf8_rows_are_rejected_not_fatal(tmp_path: Path) -> None:
+    """Issue 14, item 13: DuckDB refuses a Parquet file with one string that is not UTF-8;
+    the run rejects just those rows (`invalid_utf8`, the bytes escaped in the rejects file)
+    and publishes the rest, Hive partition values and row ids kept."""
+    import duckdb
+    import pyarrow.parquet as pq
+
+    from tests.output_check import state_file
+
+    def strings(values: list[bytes | None]) -> pa.Array:
+        return pa.array(values, pa.binary()).view(pa.string())  # written as is, unchecked
+
+    inv = tmp_path / "inv"
+    for part, rows in {"a": [b"p/1", b"p/\xff\xfe", b"p/3"], "b": [b"p/4", b"p/5"]}.items():
+        (inv / f"shop={part}").mkdir(parents=True)
+        changefreq = [b"daily", b"daily", b"week\xc3" if part == "a" else b"daily"]
+        pq.write_table(pa.table({
+            "url": strings([SITE.encode() + r for r in rows]),
+            "changefreq": strings(changefreq[:len(rows)])}), inv / f"shop={part}" / "0.parquet")
+    out = tmp_path / "out"
+    summary = run(RunOptions(inventory=str(inv), site_url=SITE, out=str(out), run_time=T0,
+                             max_reject_share=0.5))
+    assert summary["counts"]["rejected"] == {"invalid_utf8": 2}
+    published = read_output(str(out))
+    assert sorted(published.locs) == [SITE + "p/1", SITE + "p/4", SITE + "p/5"]
+    rejects = duckdb.sql(
+        f"SELECT url, reason FROM read_parquet('{state_file(str(out), published.manifest, 'rejects')}') "
+        "ORDER BY row_id").fetchall()
+    assert rejects == [(SITE + "p/\\xff\\xfe", "invalid_utf8"), (SITE + "p/3", "invalid_utf8")]
