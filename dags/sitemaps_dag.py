@@ -267,6 +267,7 @@ def build_dag(site: SiteConfig) -> Any:
                 public_url=site.public_url, state=site.state_uri, work=site.work_uri,
                 limits=site.limits, run_id=_work_folder_name(context["run_id"]),
                 run_time=_run_time(context), section_depth=site.section_depth,
+                keep_deprecated_tags=site.keep_deprecated_tags,
                 allow_shrink=bool(params["allow_shrink"]),
                 shrink_threshold=site.shrink_threshold,
                 max_reject_share=site.max_reject_share, force=bool(params["force"]),

@@ -69,6 +69,8 @@ class SiteConfig:
     aws_conn_id: str | None = None
     limits: Limits = field(default_factory=Limits)
     section_depth: int = 1
+    #: Write the image tags Google stopped using in 2022 (left out and counted by default).
+    keep_deprecated_tags: bool = False
     shrink_threshold: float = 0.10
     max_reject_share: float = 0.05
     render_batch_bytes: int = DEFAULT_RENDER_BATCH_BYTES
@@ -132,7 +134,7 @@ _TYPES: dict[str, type | tuple[type, ...]] = {
     "plan_slice_rows": int, "gc_keep": int,
     "shrink_threshold": _NUMBER, "max_reject_share": _NUMBER,
     "gc_grace_hours": _NUMBER, "lease_seconds": _NUMBER, "feed_days": _NUMBER,
-    "report": bool,
+    "report": bool, "keep_deprecated_tags": bool,
 }
 
 

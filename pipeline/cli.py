@@ -62,6 +62,9 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
                                      f"{MAX_SITEMAPS_PER_INDEX:,}; more make more indexes)")
     p.add_argument("--section-depth", type=int, default=1, metavar="N",
                    help="path segments that name a section (default 1)")
+    p.add_argument("--keep-deprecated-tags", action="store_true",
+                   help="write the image tags Google stopped using in 2022 (caption, title, "
+                        "geo_location, license); by default they are left out and counted")
     p.add_argument("--run-id", help="names the work folder (default: the generation id)")
     p.add_argument("--allow-shrink", action="store_true",
                    help="publish even if far fewer URLs than the live generation")
@@ -150,6 +153,8 @@ def build_parser() -> argparse.ArgumentParser:
                                       "live manifest's site URL)")
     p.add_argument("--section-depth", type=int, default=1, metavar="N",
                    help="path segments that name a section (default 1)")
+    p.add_argument("--keep-deprecated-tags", action="store_true",
+                   help="as for run: the image tags Google no longer uses count as content")
     p.add_argument("--diff-partitions", type=int, metavar="N",
                    help="diff in N hash partitions (default: automatic, as for run)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -202,6 +207,7 @@ def _options(args: argparse.Namespace) -> Any:
         limits=Limits(args.max_urls_per_sitemap, args.max_bytes_per_sitemap,
                       args.max_sitemaps_per_index),
         run_id=args.run_id, section_depth=args.section_depth, allow_shrink=args.allow_shrink,
+        keep_deprecated_tags=args.keep_deprecated_tags,
         shrink_threshold=args.shrink_threshold, max_reject_share=args.max_reject_share,
         force=args.force, lease_seconds=args.lease_seconds, format=args.format,
         keep_generations=args.keep_generations,
@@ -365,6 +371,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
             snapshot = storage.join(args.state, snapshots[-1]) if snapshots else None
         report = dry_run(RunOptions(inventory=args.inventory, site_url=site_url, out=out,
                                     state=args.state, section_depth=args.section_depth,
+                                    keep_deprecated_tags=args.keep_deprecated_tags,
                                     compare_snapshot=snapshot,
                                     diff_partitions=args.diff_partitions))
     finally:

@@ -25,6 +25,13 @@ NEWS_MAX_AGE_DAYS = 2
 NEWS_SECTION = "google-news"
 
 _IMAGE_FIELDS = ("loc", "caption", "geo_location", "title", "license")  # XSD order
+#: Tags Google stopped using in 2022 ("Simplifying our sitemap extensions"): left out
+#: unless the run keeps them (--keep-deprecated-tags), and counted as deprecated_tags.
+DEPRECATED_IMAGE_FIELDS = ("caption", "geo_location", "title", "license")
+#: Video fields of tags Google stopped using; never written (count only). allow_embed and
+#: autoplay are player_loc's attributes, given as fields of the video struct.
+DEPRECATED_VIDEO_FIELDS = ("category", "gallery_loc", "price", "tvshow", "allow_embed",
+                           "autoplay")
 _VIDEO_TEXT = ("thumbnail_loc", "title", "description", "content_loc", "player_loc")
 _VIDEO_LATER = ("duration", "expiration_date", "rating", "view_count", "publication_date",
                 "family_friendly")
@@ -55,23 +62,36 @@ def _url(var: str, field: str) -> str:
     return f"ext_url({var}.{field}::VARCHAR)"
 
 
-def image_xml(present: set[str]) -> tuple[str, str]:
-    """(XML of the first 1,000 images, count of images dropped) for `images`."""
+def image_xml(present: set[str], keep_deprecated: bool = False) -> tuple[str, str, str]:
+    """(XML of the first 1,000 images, count of images dropped, count of deprecated tags
+    left out) for `images`."""
     if "loc" not in present:
         raise InventoryError("the inventory's `images` structs need a `loc` field")
+    written = [f for f in _IMAGE_FIELDS if keep_deprecated or f not in DEPRECATED_IMAGE_FIELDS]
     body = "'<image:image>'" + "".join(
         _opt("i", f, present, f"image:{f}",
              f"xml_escape({_url('i', f)})" if f == "loc" else None)
-        for f in _IMAGE_FIELDS) + " || '</image:image>'"
+        for f in written) + " || '</image:image>'"
     # An image without a valid loc (missing, javascript:, relative) is dropped and counted.
     kept = f"list_filter(images, lambda i: {_url('i', 'loc')} IS NOT NULL)[1:{MAX_IMAGES_PER_URL}]"
     xml = f"coalesce(array_to_string(list_transform({kept}, lambda i: {body}), ''), '')"
     dropped = (f"coalesce(len(images) - len({kept}), 0)")
-    return xml, dropped
+    return xml, dropped, _deprecated_count(
+        "images", "i", kept, [f for f in DEPRECATED_IMAGE_FIELDS
+                              if f in present and f not in written])
 
 
-def video_xml(present: set[str]) -> tuple[str, str]:
-    """(XML of the valid videos, count dropped for lacking required fields)."""
+def _deprecated_count(column: str, var: str, items: str, fields: list[str]) -> str:
+    """How many of `fields` are set over the `items` written: tags left out."""
+    if not fields:
+        return "0"
+    setc = " + ".join(f"({var}.{f} IS NOT NULL)::INTEGER" for f in fields)
+    return f"coalesce(list_sum(list_transform({items}, lambda {var}: {setc})), 0)"
+
+
+def video_xml(present: set[str], keep_deprecated: bool = False) -> tuple[str, str, str]:
+    """(XML of the valid videos, count dropped for lacking required fields, count of
+    deprecated tags left out: always, this writer never had them)."""
     need = {"thumbnail_loc", "title", "description"}
     if not need <= present or not {"content_loc", "player_loc"} & present:
         raise InventoryError("the inventory's `videos` structs need thumbnail_loc, title, "
@@ -101,10 +121,11 @@ def video_xml(present: set[str]) -> tuple[str, str]:
             body += _opt("v", f, present, f"video:{f}")
     body += " || '</video:video>'"
     xml = f"coalesce(array_to_string(list_transform({valid}, lambda v: {body}), ''), '')"
-    return xml, f"coalesce(len(videos) - len({valid}), 0)"
+    return xml, f"coalesce(len(videos) - len({valid}), 0)", _deprecated_count(
+        "videos", "v", valid, [f for f in DEPRECATED_VIDEO_FIELDS if f in present])
 
 
-def alternates_xml(present: set[str]) -> tuple[str, str]:
+def alternates_xml(present: set[str], keep_deprecated: bool = False) -> tuple[str, str, str]:
     """(hreflang links, 1 when dropped because the URL is not among its own alternates)."""
     if not {"hreflang", "href"} <= present:
         raise InventoryError("the inventory's `alternates` structs need hreflang and href")
@@ -117,7 +138,7 @@ def alternates_xml(present: set[str]) -> tuple[str, str]:
     xml = (f"CASE WHEN {lists_self} THEN array_to_string(list_transform({valid}, "
            f"lambda a: {link}), '') ELSE '' END")
     dropped = f"CASE WHEN len({valid}) > 0 AND NOT {lists_self} THEN 1 ELSE 0 END"
-    return xml, dropped
+    return xml, dropped, "0"
 
 
 def news_columns(present: set[str]) -> list[str]:
@@ -132,19 +153,25 @@ def news_columns(present: set[str]) -> list[str]:
             "news.title::VARCHAR AS news_title"]
 
 
-def extension_columns(types: dict[str, Any]) -> list[str]:
-    """Column expressions for the typed inventory view: ext_xml, drop counts, news fields."""
-    xml, cols = [], []
+def extension_columns(types: dict[str, Any], keep_deprecated: bool = False) -> list[str]:
+    """Column expressions for the typed inventory view: ext_xml, drop counts, news fields.
+
+    `keep_deprecated`: write the image tags Google no longer uses (DEPRECATED_IMAGE_FIELDS).
+    """
+    xml, cols, deprecated = [], [], []
     for name, render, counter in (("images", image_xml, "images_dropped"),
                                   ("videos", video_xml, "videos_dropped"),
                                   ("alternates", alternates_xml, "alternates_dropped")):
         if name in types:
-            part, dropped = render(_fields(types[name], name, list_of=True))
+            part, dropped, left_out = render(_fields(types[name], name, list_of=True),
+                                             keep_deprecated)
             xml.append(part)
             cols.append(f"{dropped} AS {counter}")
+            deprecated.append(left_out)
         else:
             cols.append(f"0 AS {counter}")
     cols.append(f"{' || '.join(xml) if xml else chr(39) * 2} AS ext_xml")
+    cols.append(f"{' + '.join(deprecated) if deprecated else '0'} AS deprecated_tags")
     if "news" in types:
         cols += news_columns(_fields(types["news"], "news", list_of=False))
     else:

@@ -167,7 +167,8 @@ def _believable(ts: str) -> str:
     return f"(isfinite({ts}) AND {ts} >= TIMESTAMPTZ '{EARLIEST_LASTMOD}')"
 
 
-def _typed_columns(types: dict[str, str], duck_types: dict[str, Any]) -> list[str]:
+def _typed_columns(types: dict[str, str], duck_types: dict[str, Any],
+                   keep_deprecated_tags: bool = False) -> list[str]:
     """Column expressions (code constants chosen by type) for `inventory_typed`."""
     url_t = types.get("url")
     if url_t is None:
@@ -224,7 +225,8 @@ def _typed_columns(types: dict[str, str], duck_types: dict[str, Any]) -> list[st
     else:
         cols.append("content_hash::VARCHAR AS content_hash")
     return cols + _gate_columns(types) + extension_columns(
-        {k: v for k, v in duck_types.items() if k in ("images", "videos", "alternates", "news")})
+        {k: v for k, v in duck_types.items() if k in ("images", "videos", "alternates", "news")},
+        keep_deprecated_tags)
 
 
 #: The indexability gate's optional columns: the types accepted, the type of the NULL column
@@ -280,8 +282,11 @@ def write_parquet(rel: duckdb.DuckDBPyRelation, store: storage.Storage, key: str
 
 
 def load(inventory: str, site_url: str, work_uri: str, *, section_depth: int = 1,
-         con: duckdb.DuckDBPyConnection | None = None, progress: Progress = QUIET) -> LoadResult:
-    """Read, check and validate the inventory; write valid rows and rejects under `work_uri`."""
+         keep_deprecated_tags: bool = False, con: duckdb.DuckDBPyConnection | None = None,
+         progress: Progress = QUIET) -> LoadResult:
+    """Read, check and validate the inventory; write valid rows and rejects under `work_uri`.
+
+    `keep_deprecated_tags`: write the image tags Google no longer uses (extensions)."""
     started = time.monotonic()
     site = Site.parse(site_url)
     files = list_inventory_files(inventory)
@@ -307,7 +312,8 @@ def load(inventory: str, site_url: str, work_uri: str, *, section_depth: int = 1
     params = {"site_prefix": site.prefix, "clean_regex": CLEAN_URL_REGEX,
               "iri_regex": IRI_PATH_REGEX, "max_len": MAX_URL_LENGTH,
               "section_depth": section_depth}
-    typed = f"SELECT {', '.join(_typed_columns(types, duck_types))} FROM inventory_raw"
+    typed = (f"SELECT {', '.join(_typed_columns(types, duck_types, keep_deprecated_tags))} "
+             "FROM inventory_raw")
     con.sql(typed).create_view("inventory_typed", replace=True)
     with tempfile.TemporaryDirectory(prefix="sitemaps-utf8-") as cleaned_dir:
         try:

@@ -55,6 +55,8 @@ class RunOptions:
     run_id: str | None = None
     run_time: datetime | None = None
     section_depth: int = 1
+    #: Write the image tags Google stopped using in 2022 (left out and counted by default).
+    keep_deprecated_tags: bool = False
     allow_shrink: bool = False
     shrink_threshold: float = DEFAULT_SHRINK_THRESHOLD
     max_reject_share: float = DEFAULT_MAX_REJECT_SHARE
@@ -152,6 +154,7 @@ def begin(opts: RunOptions) -> dict[str, Any]:
         "live_etag": live.etag, "live_generation": live.generation,
         "snapshot": snapshot,
         "limits": asdict(opts.limits), "section_depth": opts.section_depth,
+        "keep_deprecated_tags": opts.keep_deprecated_tags,
         "allow_shrink": opts.allow_shrink, "shrink_threshold": opts.shrink_threshold,
         "max_reject_share": opts.max_reject_share, "force": opts.force,
         "lease": bool(opts.lease_seconds), "lease_owner": lease_owner, "format": opts.format,
@@ -229,7 +232,9 @@ def load_step(ctx: dict[str, Any], progress: Any = None) -> dict[str, Any]:
     from pipeline.progress import QUIET
 
     result = load(ctx["inventory"], ctx["site_url"], ctx["work"],
-                  section_depth=ctx["section_depth"], progress=progress or QUIET)
+                  section_depth=ctx["section_depth"],
+                  keep_deprecated_tags=ctx.get("keep_deprecated_tags", False),
+                  progress=progress or QUIET)
     counts = {"input_rows": result.input_rows, "valid_rows": result.valid_rows,
               "rejected": result.rejected, "rejected_rows": result.rejected_rows,
               "not_indexable": result.not_indexable,

@@ -2,7 +2,8 @@
 -- for the rows to publish the optional fields dropped because they were not valid (the
 -- row is published without them): an unparseable lastmod, an unknown changefreq, a
 -- priority outside 0..1, images past 1,000 per URL, videos missing a required field,
--- hreflang alternates that do not list the URL itself; and how many rows gave a lastmod
+-- hreflang alternates that do not list the URL itself, tags Google no longer uses left
+-- out (deprecated_tags, pipeline.extensions); and how many rows gave a lastmod
 -- at all. One scan of `classified` gives load every count it reports.
 -- Reads `classified`. Parameters: none.
 SELECT
@@ -14,7 +15,8 @@ SELECT
     count(*) FILTER (WHERE priority_invalid) AS priority_invalid,
     coalesce(sum(images_dropped), 0)::BIGINT AS images_dropped,
     coalesce(sum(videos_dropped), 0)::BIGINT AS videos_dropped,
-    coalesce(sum(alternates_dropped), 0)::BIGINT AS alternates_without_self
+    coalesce(sum(alternates_dropped), 0)::BIGINT AS alternates_without_self,
+    coalesce(sum(deprecated_tags), 0)::BIGINT AS deprecated_tags
 FROM classified
 GROUP BY reason
 ORDER BY reason NULLS FIRST;

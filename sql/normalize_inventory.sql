@@ -67,6 +67,7 @@ SELECT
     images_dropped,
     videos_dropped,
     alternates_dropped,
+    deprecated_tags,
     news_name,
     news_language,
     news_date,

@@ -108,3 +108,44 @@ def test_byte_limit_holds_with_many_alternates(tmp_path: Path) -> None:
     assert len(out.files) > 1
     assert all(size <= max_bytes for size in out.raw_sizes.values())
     assert len(out.locs) == 1200
+
+
+@pytest.mark.parametrize("keep", [False, True], ids=["google-2022-default", "keep-deprecated"])
+def test_deprecated_tags_are_left_out_and_counted_unless_kept(tmp_path: Path, keep: bool) -> None:
+    """Google stopped using image:caption, title, geo_location, license and the video tags
+    category, gallery_loc, price, tvshow, player_loc@allow_embed/@autoplay in 2022: left
+    out and counted by default; --keep-deprecated-tags writes the image ones again."""
+    import gzip
+
+    from pipeline import storage
+
+    image = pa.struct([("loc", pa.string()), ("caption", pa.string()), ("title", pa.string()),
+                       ("geo_location", pa.string()), ("license", pa.string())])
+    video = pa.struct([("thumbnail_loc", pa.string()), ("title", pa.string()),
+                       ("description", pa.string()), ("content_loc", pa.string()),
+                       ("category", pa.string()), ("gallery_loc", pa.string())])
+    schema = pa.schema([("url", pa.string()), ("images", pa.list_(image)),
+                        ("videos", pa.list_(video))])
+    rows = [
+        {"url": f"{SITE}g/1", "images": [
+            {"loc": f"{SITE}1.jpg", "caption": "Cap", "title": "Tit", "geo_location": "Paris",
+             "license": f"{SITE}lic"},
+            {"loc": f"{SITE}2.jpg", "caption": None, "title": "Only title", "geo_location": None,
+             "license": None}], "videos": None},
+        {"url": f"{SITE}v/1", "images": None, "videos": [
+            {"thumbnail_loc": f"{SITE}t.jpg", "title": "V", "description": "D",
+             "content_loc": f"{SITE}v.mp4", "category": "Cooking", "gallery_loc": None}]},
+    ]
+    inv = tmp_path / "inv.parquet"
+    pq.write_table(pa.Table.from_pylist(rows, schema=schema), inv)
+    out = tmp_path / "out"
+    summary = run(RunOptions(inventory=str(inv), site_url=SITE, out=str(out), run_time=NOW,
+                             keep_deprecated_tags=keep))
+    # 5 image fields set (4 + 1) and 1 video category; the video tags are never written
+    assert summary["counts"]["dropped_fields"]["deprecated_tags"] == (1 if keep else 6)
+    published = read_output(str(out))  # every file still validates against Google's XSDs
+    xml = b"".join(gzip.decompress(storage.open_storage(str(out)).read_bytes(k))
+                   for k in published.files).decode()
+    for tag in ("image:caption", "image:title", "image:geo_location", "image:license"):
+        assert (f"<{tag}>" in xml) == keep, tag
+    assert "<image:loc>" in xml and "video:category" not in xml and "Cooking" not in xml
