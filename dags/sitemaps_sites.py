@@ -74,8 +74,8 @@ class SiteConfig:
     shrink_threshold: float = 0.10
     max_reject_share: float = 0.05
     render_batch_bytes: int = DEFAULT_RENDER_BATCH_BYTES
-    #: Hash partitions of the diff, each one mapped diff task (None: automatic, one per
-    #: pipeline.diff.DIFF_PARTITION_ROWS valid rows, so 1 below 50M URLs).
+    #: Hash partitions of the diff, each one mapped diff task (None: automatic,
+    #: pipeline.diff.partitions_for: as many as keep each join in memory, at most 4).
     diff_partitions: int | None = None
     #: URLs per plan slice, each one mapped plan task (None: pipeline.plan.SLICE_ROWS,
     #: 4,000,000 unless SITEMAPS_PLAN_SLICE_ROWS says otherwise).

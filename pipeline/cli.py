@@ -85,7 +85,7 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-gc", action="store_true", help="do not garbage-collect after publishing")
     p.add_argument("--diff-partitions", type=int, metavar="N",
                    help="diff in N hash partitions of the URLs, one join at a time (default: "
-                        "one per 50,000,000 valid rows, pipeline.diff.DIFF_PARTITION_ROWS)")
+                        "as many as keep each join in memory, at most 4; 1 on a first run)")
     p.add_argument("--plan-slice-rows", type=int, metavar="N",
                    help="plan at most about N URLs at a time (default 4,000,000, "
                         "SITEMAPS_PLAN_SLICE_ROWS): bounds plan's memory and temp disk")

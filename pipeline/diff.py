@@ -10,8 +10,8 @@ splits it exactly (sql/current_partition.sql, sql/previous_partition.sql): each
 partition is diffed on its own, by one call of `diff`, in any order and on any
 worker, and writes its own parts and counts; `combine` adds them up. Every rule
 of the diff (status, lastmod, news) is per row, so the result does not depend on
-the number of partitions. One partition (the default below DIFF_PARTITION_ROWS
-valid rows) joins everything at once, as before.
+the number of partitions. A first run has one (there is nothing to join); later runs as
+many as keep each join's hash table within DuckDB's memory (partitions_for).
 """
 
 from __future__ import annotations
@@ -39,12 +39,18 @@ DIFFED_FOLDER = "diffed"
 CHANGES_FOLDER = "changes"
 #: The generation's changes in the state prefix (one file, whatever the partitions).
 CHANGES_KEY = "changes.parquet"
-#: Valid rows per diff partition when the run does not say (SITEMAPS_DIFF_PARTITION_ROWS):
-#: a run diffs ceil(valid rows / this) hash partitions, each one join of about this
-#: many rows against its share of the snapshot. At 50M, inventories of up to 50M
-#: URLs keep one partition (one join, as before); 1B URLs make 20 partitions, which
-#: the DAG maps over workers and the CLI runs one after the other.
-DIFF_PARTITION_ROWS = int(os.environ.get("SITEMAPS_DIFF_PARTITION_ROWS") or 50_000_000)
+#: Valid rows per diff partition when the run does not say (SITEMAPS_DIFF_PARTITION_ROWS;
+#: 0: from the memory limit, partitions_for): a run diffs ceil(valid rows / this) hash
+#: partitions, each one join of about this many rows against its share of the snapshot.
+#: The DAG maps the partitions over workers; the CLI runs them one after the other.
+DIFF_PARTITION_ROWS = int(os.environ.get("SITEMAPS_DIFF_PARTITION_ROWS") or 0)
+#: Bytes DuckDB's hash table takes per snapshot row of the diff join (two 64-bit URL hashes,
+#: section, shard, fingerprint, three times; measured: 10M rows spill 7 GB under a 1 GB
+#: limit, 5M rows fit), with room to spare.
+DIFF_BUILD_ROW_BYTES = 150
+#: At most this many automatic partitions (10M URLs under the default 1 GB make 2; 100M make
+#: 4, whose joins spill some: 16 partitions would read the inputs 16 times).
+MAX_AUTO_DIFF_PARTITIONS = 4
 
 #: The snapshot's columns: what the next run needs of this one.
 SNAPSHOT_COLUMNS = ("url", "section", "shard", "fingerprint", "lastmod", "first_seen",
@@ -77,9 +83,19 @@ class DiffResult:
         return {k: getattr(self, k) for k in _COUNTS}
 
 
-def partitions_for(valid_rows: int, partition_rows: int | None = None) -> int:
-    """Automatic number of diff partitions: ceil(valid rows / DIFF_PARTITION_ROWS), at least 1."""
-    return max(1, math.ceil(valid_rows / (partition_rows or DIFF_PARTITION_ROWS)))
+def partitions_for(valid_rows: int, partition_rows: int | None = None, *,
+                   first_run: bool = False) -> int:
+    """Automatic number of diff partitions: one on a first run (nothing to join), else
+    ceil(valid rows / rows per partition), at least 1. Rows per partition: `partition_rows`,
+    else SITEMAPS_DIFF_PARTITION_ROWS, else as many snapshot rows as DuckDB's memory holds in
+    the join's hash table (DIFF_BUILD_ROW_BYTES each), so the join never spills."""
+    if first_run:
+        return 1
+    if partition_rows or DIFF_PARTITION_ROWS:
+        return max(1, math.ceil(valid_rows / (partition_rows or DIFF_PARTITION_ROWS)))
+    rows = max(1_000_000, sql.parse_bytes(sql.duckdb_memory_limit()) // DIFF_BUILD_ROW_BYTES)
+    # Each partition scans both inputs whole: past a few, spilling costs less than scanning.
+    return max(1, min(MAX_AUTO_DIFF_PARTITIONS, math.ceil(valid_rows / rows)))
 
 
 def diffed_key(partition: int) -> str:
@@ -153,14 +169,22 @@ def diff(valid: ValidRows, snapshot_uri: str | None, run_time: datetime, work_ur
     started = time.monotonic()
     con = con or sql.connect()
     work = storage.open_storage(work_uri)
-    # Streamed straight to Parquet: the diffed rows are never all held in memory.
-    diffed_uri = write_parquet(
-        diff_relation(con, valid, snapshot_uri, run_time, with_news, partition, partitions),
-        work, diffed_key(partition))
+    # Streamed straight to Parquet: the diffed rows are never all held in memory. The join
+    # builds its hash table on the narrow snapshot side (diff_rows' `prev`), as written:
+    # DuckDB's estimate of the filtered valid rows is too small and it would build on them,
+    # every wide row, and spill gigabytes at 10M.
+    con.execute("SET disabled_optimizers = 'join_order,build_side_probe_side'")
+    try:
+        diffed_uri = write_parquet(
+            diff_relation(con, valid, snapshot_uri, run_time, with_news, partition, partitions),
+            work, diffed_key(partition))
+    finally:
+        con.execute("RESET disabled_optimizers")
     register_parquet(con, "diffed", [diffed_uri])
-    counts = {k: int(v) for k, v in sql.first_row(con, sql.load_sql("diff_counts")).items()}
     changes_uri = write_parquet(con.sql(sql.load_sql("changed_rows")), work,
                                 changes_key(partition))
+    register_parquet(con, "changes", [changes_uri])
+    counts = {k: int(v) for k, v in sql.first_row(con, sql.load_sql("diff_counts")).items()}
     result = DiffResult(**counts, diffed_uris=[diffed_uri], changes_uris=[changes_uri],
                         seconds=time.monotonic() - started)
     where = f"partition {partition + 1}/{partitions}: " if partitions > 1 else ""

@@ -79,9 +79,9 @@ class RunOptions:
     indexnow_endpoint: str | None = None
     #: Rows the plan works on at a time (None: pipeline.plan.SLICE_ROWS).
     plan_slice_rows: int | None = None
-    #: Hash partitions of the diff (None: automatic, ceil(valid rows /
-    #: pipeline.diff.DIFF_PARTITION_ROWS), 1 for all but huge inventories). The CLI runs
-    #: them one after the other; the DAG maps the diff task over them.
+    #: Hash partitions of the diff (None: automatic, pipeline.diff.partitions_for: as many
+    #: as keep each join's hash table in DuckDB's memory, at most 4; 1 on a first run).
+    #: The CLI runs them one after the other; the DAG maps the diff task over them.
     diff_partitions: int | None = None
     #: Check at begin, before any work, that --out (and --state) can be written; a dry run,
     #: which writes nothing there, checks only that S3 can be reached.
@@ -239,7 +239,8 @@ def load_step(ctx: dict[str, Any], progress: Any = None) -> dict[str, Any]:
               "rejected": result.rejected, "rejected_rows": result.rejected_rows,
               "not_indexable": result.not_indexable,
               "dropped_fields": result.field_issues, "seconds": round(result.seconds, 3),
-              "diff_partitions": ctx.get("diff_partitions") or partitions_for(result.valid_rows)}
+              "diff_partitions": ctx.get("diff_partitions") or partitions_for(
+                  result.valid_rows, first_run=not ctx.get("snapshot"))}
     _save(ctx, "load.json", {**counts, "valid": asdict(result.valid),
                              "rejects_uri": result.rejects_uri})
     check_rejects(result.input_rows, result.rejected, ctx["max_reject_share"])

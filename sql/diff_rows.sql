@@ -36,10 +36,28 @@ WITH cur AS (
         END AS news_xml
     FROM current_rows
 ),
+-- The snapshot side of the join, narrow: a URL is matched by two independent 64-bit hashes
+-- (of the URL, and of it behind a prefix) instead of its text, so the hash table built on
+-- the snapshot holds about 100 bytes a row and a 10M-row snapshot fits DuckDB's memory
+-- without spilling (pipeline.diff builds on this side). Two different URLs would have to
+-- collide on both hashes (about n^2 / 2^129: 10^-25 at 10M URLs) to be taken for one.
+prev AS (
+    SELECT
+        hash(url) AS url_key,
+        hash('#' || url) AS url_check,
+        section,
+        shard,
+        fingerprint,
+        legacy_fingerprint,
+        lastmod,
+        first_seen,
+        last_changed
+    FROM previous_rows
+),
 joined AS (
     SELECT
         c.*,
-        p.url IS NOT NULL AS seen_before,
+        p.url_key IS NOT NULL AS seen_before,
         p.fingerprint AS prev_fingerprint,
         CASE WHEN p.legacy_fingerprint IS NOT NULL
              THEN p.legacy_fingerprint <> md5(concat_ws('|',
@@ -52,7 +70,7 @@ joined AS (
         p.last_changed AS prev_last_changed,
         CASE WHEN p.section = c.section THEN p.shard END AS prev_shard
     FROM cur c
-    LEFT JOIN previous_rows p USING (url)
+    LEFT JOIN prev p ON hash(c.url) = p.url_key AND hash('#' || c.url) = p.url_check
 ),
 classified AS (
     SELECT

@@ -20,7 +20,14 @@ import pytest
 from pipeline import sql
 from pipeline.config import Limits
 from pipeline.demo import make_inventory
-from pipeline.diff import DIFF_PARTITION_ROWS, combine, diff, partitions_for
+from pipeline.diff import (
+    DIFF_BUILD_ROW_BYTES,
+    DIFF_PARTITION_ROWS,
+    MAX_AUTO_DIFF_PARTITIONS,
+    combine,
+    diff,
+    partitions_for,
+)
 from pipeline.errors import ConfigError
 from pipeline.load import load, register_parquet
 from pipeline.notify import FEED_KEY, generation_changed_urls
@@ -187,9 +194,13 @@ def test_diff_steps_write_one_result_per_partition_and_combine_them(tmp_path: Pa
 
 
 def test_automatic_partitions_and_bad_counts(tmp_path: Path) -> None:
-    n = DIFF_PARTITION_ROWS
+    # automatic: as many snapshot rows per partition as DuckDB's memory holds in the join's
+    # hash table, at most MAX_AUTO_DIFF_PARTITIONS; one on a first run
+    n = sql.parse_bytes(sql.duckdb_memory_limit()) // DIFF_BUILD_ROW_BYTES
+    assert DIFF_PARTITION_ROWS == 0  # the suite runs without SITEMAPS_DIFF_PARTITION_ROWS
     assert partitions_for(0) == partitions_for(1) == partitions_for(n) == 1
-    assert partitions_for(n + 1) == 2 and partitions_for(20 * n) == 20
+    assert partitions_for(n + 1) == 2 and partitions_for(100 * n) == MAX_AUTO_DIFF_PARTITIONS
+    assert partitions_for(100 * n, first_run=True) == 1
     assert partitions_for(10, partition_rows=3) == 4
     with pytest.raises(ConfigError, match="at least 1"):
         begin(RunOptions(inventory="x", site_url=SITE, out=str(tmp_path / "o"),

@@ -126,6 +126,10 @@ def test_diff_rows_lastmod_rules(con: duckdb.DuckDBPyConnection, legacy: bool) -
         "google-news <news:news><news:publication><news:name>Daily</news:name><news:language>"
         "en</news:language></news:publication><news:publication_date>2026-12-01T22:00:00Z"
         "</news:publication_date><news:title>Fresh &amp; new</news:title></news:news>")
+    con.sql(sql.load_sql("changed_rows")).to_table("changes")
+    assert sorted(con.sql("SELECT url, change FROM changes").fetchall()) == [
+        ("changed", "changed"), ("future", "added"), ("given", "added"), ("gone", "removed"),
+        ("new", "added")]
     counts = sql.first_row(con, sql.load_sql("diff_counts"))
     assert counts == {"added": 3, "changed": 1, "unchanged": 1, "removed": 1,
                       "lastmod_clamped": 1, "news_articles": 1}
