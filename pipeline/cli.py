@@ -92,7 +92,8 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the run summary as JSON")
     p.add_argument("--feed-days", type=float, default=7.0,
                    help="feed.atom lists the changes of this many days (default 7; 0: no feed)")
-    p.add_argument("--no-report", action="store_true", help="do not write report.html")
+    p.add_argument("--no-report", action="store_true",
+                   help="do not write the run report (<state>/generations/<id>/report.html)")
     p.add_argument("--indexnow-key", help="submit each generation's changed URLs to IndexNow "
                                           "with this key (default: off)")
     p.add_argument("--indexnow-key-location", help="URL of the key file "
@@ -130,7 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run_args(p)
 
     p = add("demo", "make a synthetic inventory and publish its sitemaps locally, as run does "
-                    "(sitemaps, feed.atom, report.html)",
+                    "(sitemaps, feed.atom, and the run report under _state/)",
             "sitemaps demo --urls 100000 --out sitemaps-demo")
     p.add_argument("--urls", type=int, default=1_000_000, metavar="N",
                    help="inventory rows (default 1,000,000)")
@@ -287,8 +288,12 @@ def cmd_demo(args: argparse.Namespace) -> int:
     code = cmd_run(run_args)
     if not args.json:
         print(f"inventory: {inventory}")
-        report = out / "report.html"
-        if report.exists():
+        from pipeline.publish import read_live
+        from pipeline.report import report_key
+
+        live = read_live(str(out)).generation
+        report = out / "_state" / report_key(live) if live else None
+        if report is not None and report.exists():
             print(f"open the report: {report.as_uri()}")
     return code
 
