@@ -45,4 +45,4 @@ bench: $(VENV)/.installed
 	$(PY) bench/run.py
 
 clean:
-	rm -rf sitemaps-demo sitemaps-demo-inventory .pytest_cache
+	rm -rf sitemaps-demo sitemaps-demo-inventory .pytest_cache test-artifacts

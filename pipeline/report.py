@@ -332,14 +332,14 @@ def write_report(out_uri: str, *, limits: Limits | None = None,
 
 
 def read_report(out_uri: str, generation: str, *, state_uri: str | None = None,
-                write_missing: bool = True) -> bytes | None:
+                limits: Limits | None = None, write_missing: bool = True) -> bytes | None:
     """The report of `generation`, written first when missing (and `write_missing`); None
     when there is none (a generation whose manifest is gone)."""
     state_uri = state_uri or storage.join(out_uri, "_state")
     body = storage.open_storage(state_uri).read_bytes_or_none(report_key(generation))
     if body is None and write_missing:
         try:
-            write_generation_report(out_uri, generation, state_uri=state_uri)
+            write_generation_report(out_uri, generation, state_uri=state_uri, limits=limits)
         except ConfigError:
             return None
         body = storage.open_storage(state_uri).read_bytes_or_none(report_key(generation))
