@@ -38,7 +38,7 @@ test: $(VENV)/.installed $(VENV)/checkov/bin/checkov chromium cluster-services
 	$(PY) -m pytest
 
 lint: $(VENV)/.installed
-	$(VENV)/bin/ruff check pipeline dags tests bench
+	$(VENV)/bin/ruff check pipeline dags plugins tests bench
 	$(VENV)/bin/mypy
 
 bench: $(VENV)/.installed

@@ -23,6 +23,7 @@ import logging
 import os
 import sys
 import threading
+from collections.abc import Sequence
 from typing import Any
 
 from airflow.plugins_manager import AirflowPlugin
@@ -59,7 +60,7 @@ def run_generation(dag_id: str, run_id: str) -> tuple[str | None, str]:
     from airflow.utils.session import create_session
 
     with create_session() as session:
-        rows = session.scalars(XComModel.get_many(
+        rows: Sequence[Any] = session.scalars(XComModel.get_many(
             run_id=run_id, dag_ids=dag_id, task_ids=["publish", "rollback"],
             map_indexes=-1)).all()
         values = {(r.task_id, r.key): XComModel.deserialize_value(r) for r in rows}

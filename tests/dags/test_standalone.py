@@ -29,7 +29,7 @@ from tests.dags import report_tab
 from tests.dags.airflow_env import ROOT, free_port, requires_airflow
 from tests.s3_fixtures import S3Bucket
 
-pytestmark = [*requires_airflow, pytest.mark.integration]
+pytestmark = [*requires_airflow, pytest.mark.integration, pytest.mark.browser]
 #: Task slots of the standalone (what `stack.sh up` gives a 2-core machine).
 PARALLELISM = 2
 
