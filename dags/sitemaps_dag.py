@@ -159,9 +159,10 @@ Removes shard and generation files that no kept generation references, after a
 grace period. *If it fails*: the new sitemaps are already live; clear it later.""",
     "notify": """\
 Writes the feed of recent changes (feed.atom, listed in robots-sitemaps.txt) and the HTML run
-report (report.html beside the manifest), and submits changed URLs to IndexNow when the site
-has a key. *If it fails*: the new sitemaps are already live; a refused IndexNow submission is
-only a warning; clear the task to write the feed and report again.""",
+report (internal: under the state prefix, shown in the DAG run's "Sitemaps report" tab), and
+submits changed URLs to IndexNow when the site has a key. *If it fails*: the new sitemaps are
+already live; a refused IndexNow submission is only a warning; clear the task to write the
+feed and report again.""",
     "finish": """\
 Removes the run's work files (and gives back the output's lease, if the site uses one).
 Runs only when publish succeeded (or was skipped by a dry run), so a failed run keeps what
@@ -306,6 +307,7 @@ def build_dag(site: SiteConfig) -> Any:
                 lease_seconds=site.lease_seconds, keep_generations=site.gc_keep,
                 gc_grace_hours=site.gc_grace_hours, format=site.format,
                 diff_partitions=site.diff_partitions, plan_slice_rows=site.plan_slice_rows,
+                report_to=site.report_to,
                 check_writable=not params["dry_run"])  # a dry run writes nothing to out
             with step(site):
                 ctx = steps.begin(opts)

@@ -94,6 +94,9 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
                    help="feed.atom lists the changes of this many days (default 7; 0: no feed)")
     p.add_argument("--no-report", action="store_true",
                    help="do not write the run report (<state>/generations/<id>/report.html)")
+    p.add_argument("--report-to", metavar="URI",
+                   help="where run reports go, <URI>/generations/<id>/report.html (default: "
+                        "the state prefix); internal: not a served folder")
     p.add_argument("--indexnow-key", help="submit each generation's changed URLs to IndexNow "
                                           "with this key (default: off)")
     p.add_argument("--indexnow-key-location", help="URL of the key file "
@@ -217,7 +220,7 @@ def _options(args: argparse.Namespace) -> Any:
         force=args.force, lease_seconds=args.lease_seconds, format=args.format,
         keep_generations=args.keep_generations,
         gc_grace_hours=None if args.no_gc else args.gc_grace_hours,
-        feed_days=args.feed_days or None, report=not args.no_report,
+        feed_days=args.feed_days or None, report=not args.no_report, report_to=args.report_to,
         indexnow_key=args.indexnow_key, indexnow_key_location=args.indexnow_key_location,
         indexnow_endpoint=args.indexnow_endpoint, diff_partitions=args.diff_partitions,
         plan_slice_rows=args.plan_slice_rows,

@@ -58,6 +58,8 @@ def add_report_parser(sub: Any) -> None:
     p.add_argument("--out", required=True, help="local folder or s3://bucket/prefix/")
     p.add_argument("--state", help="state URI, where the report goes (default: <out>/_state)")
     p.add_argument("--generation", help="another kept generation instead of the live one")
+    p.add_argument("--report-to", metavar="URI",
+                   help="where reports go, as for run (default: the state prefix)")
     p.add_argument("--save", metavar="FILE",
                    help="also save a copy to this local file, to open in a browser (an S3 "
                         "report is not served)")
@@ -69,7 +71,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     from pipeline import storage
     from pipeline.report import write_generation_report
 
-    uri = write_generation_report(args.out, args.generation, state_uri=args.state)
+    uri = write_generation_report(args.out, args.generation, state_uri=args.state,
+                                  report_to=args.report_to)
     print(uri)
     if args.save:
         root, _, key = uri.rpartition("/")

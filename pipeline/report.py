@@ -291,15 +291,24 @@ def render_report(manifest: dict[str, Any], trend: list[dict[str, Any]],
     return "\n".join(parts)
 
 
-def write_generation_report(out_uri: str, generation: str | None = None, *,
-                            limits: Limits | None = None, state_uri: str | None = None) -> str:
-    """Write the report of `generation` (default: the live one) under the state prefix,
-    `<state>/generations/<id>/report.html`; returns its URI.
+def report_prefix(out_uri: str, state_uri: str | None = None, report_to: str | None = None
+                  ) -> str:
+    """Where reports go: `report_to` (`--report-to`, `report_to` in the site TOML), else the
+    state prefix (default `<out>/_state`)."""
+    return report_to or state_uri or storage.join(out_uri, "_state")
 
-    `state_uri`: the run's `--state` (default `<out>/_state`). A copy an older version
-    wrote under the served output is removed.
+
+def write_generation_report(out_uri: str, generation: str | None = None, *,
+                            limits: Limits | None = None, state_uri: str | None = None,
+                            report_to: str | None = None) -> str:
+    """Write the report of `generation` (default: the live one) under the state prefix,
+    `<state>/generations/<id>/report.html` (or under `report_to`); returns its URI.
+
+    `state_uri`: the run's `--state` (default `<out>/_state`), where the snapshot is. A copy
+    an older version wrote under the served output is removed.
     """
     out = storage.open_storage(out_uri)
+    target = report_prefix(out_uri, state_uri, report_to)
     state_uri = state_uri or storage.join(out_uri, "_state")
     live = read_live(out_uri).manifest
     if live is None:
@@ -314,7 +323,7 @@ def write_generation_report(out_uri: str, generation: str | None = None, *,
         manifest = json.loads(raw)
     fresh = freshness(state_files(state_uri, gen)["snapshot"], manifest["created"])
     body = render_report(manifest, trend_points(out, manifest), limits, fresh).encode("utf-8")
-    state = storage.open_storage(state_uri)
+    state = storage.open_storage(target)
     state.write_bytes(report_key(gen), body, cache_control="private, no-store")
     # Reports used to be served: one there would show reject counts to anyone.
     out.delete([k for k in (REPORT_KEY, report_key(gen)) if out.exists(k)])
@@ -323,24 +332,27 @@ def write_generation_report(out_uri: str, generation: str | None = None, *,
 
 
 def write_report(out_uri: str, *, limits: Limits | None = None,
-                 state_uri: str | None = None) -> str:
+                 state_uri: str | None = None, report_to: str | None = None) -> str:
     """Write the live generation's report; returns its URI (under the state prefix).
 
     `limits`: the run's limits, for the fill chart (default: the protocol's).
     """
-    return write_generation_report(out_uri, limits=limits, state_uri=state_uri)
+    return write_generation_report(out_uri, limits=limits, state_uri=state_uri,
+                                   report_to=report_to)
 
 
 def read_report(out_uri: str, generation: str, *, state_uri: str | None = None,
-                limits: Limits | None = None, write_missing: bool = True) -> bytes | None:
+                report_to: str | None = None, limits: Limits | None = None,
+                write_missing: bool = True) -> bytes | None:
     """The report of `generation`, written first when missing (and `write_missing`); None
     when there is none (a generation whose manifest is gone)."""
-    state_uri = state_uri or storage.join(out_uri, "_state")
-    body = storage.open_storage(state_uri).read_bytes_or_none(report_key(generation))
+    where = storage.open_storage(report_prefix(out_uri, state_uri, report_to))
+    body = where.read_bytes_or_none(report_key(generation))
     if body is None and write_missing:
         try:
-            write_generation_report(out_uri, generation, state_uri=state_uri, limits=limits)
+            write_generation_report(out_uri, generation, state_uri=state_uri, limits=limits,
+                                    report_to=report_to)
         except ConfigError:
             return None
-        body = storage.open_storage(state_uri).read_bytes_or_none(report_key(generation))
+        body = where.read_bytes_or_none(report_key(generation))
     return body

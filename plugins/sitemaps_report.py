@@ -119,7 +119,7 @@ def report_page(dag_id: str, run_id: str) -> tuple[int, bytes]:
             storage.configure_s3(s3_settings(site))
             try:
                 body = read_report(site.out, generation, state_uri=site.state_uri,
-                                   limits=site.limits)
+                                   report_to=site.report_to, limits=site.limits)
             finally:
                 storage.configure_s3(None)
     except PipelineError as exc:

@@ -101,6 +101,11 @@ def test_an_older_generation_keeps_its_own_report(tmp_path: Path) -> None:
     page = Path(uri).read_text(encoding="utf-8")
     assert first in page and summaries[1]["generation"] not in page
     assert not Path(out, REPORT_KEY).exists()  # nothing served
+    # Elsewhere with report_to (`--report-to`, `report_to` in the site TOML).
+    elsewhere = write_generation_report(out, first, report_to=str(tmp_path / "reports"))
+    assert elsewhere == f"{tmp_path}/reports/generations/{first}/{REPORT_KEY}"
+    assert read_report(out, first, report_to=str(tmp_path / "reports"), write_missing=False) \
+        == Path(elsewhere).read_bytes()
 
 
 def test_every_reject_reason_is_shown_the_gate_marked() -> None:
