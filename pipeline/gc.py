@@ -59,6 +59,7 @@ def referenced_keys(out: storage.Storage, generations: list[str]) -> set[str]:
         m = json.loads(raw)
         keys.add(f"{GENERATIONS_FOLDER}/{gen}/manifest.json")
         keys.add(f"{GENERATIONS_FOLDER}/{gen}/report.html")
+        keys.add(f"{GENERATIONS_FOLDER}/{gen}/rolled-back.json")  # pipeline.status.ROLLED_BACK
         keys.update(s["key"] for s in m["sitemaps"])
         keys.update(i["generation_key"] for i in m["indexes"])
     return keys

@@ -154,6 +154,15 @@ def _content(m: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in m.items() if k not in BOOKKEEPING}
 
 
+def rolled_back_key(generation: str) -> str:
+    """The marker a rollback leaves on the generation it took out of service: repair then
+    prefers any other intact generation to it (it is newer, but was rolled back)."""
+    return f"{GENERATIONS_FOLDER}/{generation}/{ROLLED_BACK}"
+
+
+ROLLED_BACK = "rolled-back.json"
+
+
 def repair(out_uri: str, state_uri: str | None = None) -> dict[str, Any]:
     """Make the newest intact generation live when the live manifest is unusable.
 
@@ -176,8 +185,12 @@ def repair(out_uri: str, state_uri: str | None = None) -> dict[str, Any]:
         if m is not None and _content(m) == _content(json.loads(data)):  # type: ignore[arg-type]
             fixed = repair_root(out, m)
             return {"out": out_uri, "live": live_gen, "repaired": False, "root_files_fixed": fixed}
-    gens = sorted({o.key.split("/")[1] for o in out.list(f"{GENERATIONS_FOLDER}/")
-                   if o.key.endswith("/manifest.json")}, reverse=True)
+    listed = [o.key for o in out.list(f"{GENERATIONS_FOLDER}/")]
+    rolled_back = {k.split("/")[1] for k in listed if k.endswith("/" + ROLLED_BACK)}
+    # Newest first, but a generation a rollback took out of service only when no other is
+    # intact: a rollback to an older generation must survive a broken manifest.json.
+    gens = sorted({k.split("/")[1] for k in listed if k.endswith("/manifest.json")},
+                  key=lambda g: (g not in rolled_back, g), reverse=True)
     for gen in gens:
         if gen == live_gen:
             continue
@@ -255,6 +268,10 @@ def rollback(out_uri: str, state_uri: str | None = None, to: str | None = None
                 f"({now_live.get('generation')} is live now); nothing was rolled back: check "
                 "`sitemaps status` and roll back again if still wanted") from None
         log.warning("rollback: the swap's reply was lost, but generation %s is live", to)
+    # After the swap: a marker written before a lost race would mislead repair.
+    out.write_bytes(rolled_back_key(current["generation"]),
+                    json.dumps(manifest["rollback"] | {"to": to}).encode())
+    out.delete([rolled_back_key(to)] if out.exists(rolled_back_key(to)) else [])
     log.warning("rollback: generation %s is live again in %s (was %s)", to, out_uri,
                 current["generation"])
     fixed = repair_root(out, manifest, previous=current)

@@ -19,7 +19,7 @@ from pipeline.cli import main
 from pipeline.errors import PublishConflict
 from pipeline.gc import gc
 from pipeline.run import run
-from pipeline.status import rollback, status
+from pipeline.status import repair, rollback, status
 from tests.integration.test_publish_s3 import T0, inventory, opts
 
 pytestmark = pytest.mark.integration
@@ -120,6 +120,24 @@ def test_rollback_refuses_what_is_not_kept_or_not_intact(s3_bucket: Any, tmp_pat
     assert store.read_with_etag("manifest.json")[1] == etag
     store.write_bytes(snap, data)
     assert rollback(out)["live"] == a
+
+
+def test_repair_after_a_rollback_restores_the_rolled_back_to_generation(
+        s3_bucket: Any, tmp_path: Path) -> None:
+    out = s3_bucket.url("rbrepair")
+    a, b = _two_generations(tmp_path, out)
+    store = storage.open_storage(out)
+    rollback(out)
+    assert store.exists(f"generations/{b}/rolled-back.json")
+    # Forward to b again (it clears b's mark, marks a), and back to a.
+    assert rollback(out, to=b)["live"] == b
+    assert not store.exists(f"generations/{b}/rolled-back.json")
+    assert store.exists(f"generations/{a}/rolled-back.json")
+    assert rollback(out)["live"] == a and _live(out)["history"][:2] == [a, b]
+    store.write_bytes("manifest.json", b"")
+    # b is newer and intact, but a rollback took it out of service: repair brings back a.
+    assert repair(out)["live"] == a
+    assert status(out)["ok"] and status(out)["live"] == a
 
 
 def _live_manifest_of(store: storage.Storage, gen: str) -> dict[str, Any]:
