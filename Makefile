@@ -38,11 +38,11 @@ test: $(VENV)/.installed $(VENV)/checkov/bin/checkov chromium cluster-services
 	$(PY) -m pytest
 
 lint: $(VENV)/.installed
-	$(VENV)/bin/ruff check pipeline dags tests bench
+	$(VENV)/bin/ruff check pipeline dags plugins tests bench
 	$(VENV)/bin/mypy
 
 bench: $(VENV)/.installed
 	$(PY) bench/run.py
 
 clean:
-	rm -rf sitemaps-demo sitemaps-demo-inventory .pytest_cache
+	rm -rf sitemaps-demo sitemaps-demo-inventory .pytest_cache test-artifacts

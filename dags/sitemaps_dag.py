@@ -1,6 +1,7 @@
 """One sitemap DAG per site of the site configuration file (see sitemaps_sites.py).
 
-Each DAG runs the stages of `pipeline.steps` as tasks: begin, load, diff_partitions,
+Each DAG runs the stages of `pipeline.steps` as tasks: rollback (a short circuit: a
+manual run with `rollback_to` rolls back and skips the rest), begin, load, diff_partitions,
 diff (mapped over hash partitions of the URLs), diff_counts, plan_slices, plan (mapped
 over the plan's slices), plan_counts, render (mapped over the plan's batches),
 publish, announce (the manifest asset event of a new generation), gc, notify, finish.
@@ -72,7 +73,9 @@ task per batch of shards), publish (the atomic swap of `manifest.json`), announc
 manifest asset's event, only for a new generation), gc (old generations), notify, finish
 (removes the run's work files under `{work}`).
 
-**Manual runs** (Trigger with config): `dry_run` stops after plan_counts and publishes
+**Manual runs** (Trigger with config): `rollback_to` (`previous`, or a generation id that
+`sitemaps status` lists) makes that kept generation live again, as `sitemaps rollback`
+does, and skips every other task; `dry_run` stops after plan_counts and publishes
 nothing (the plan_counts task's log line and its XCom `dry_run` tell what would
 change); `allow_shrink` publishes even if far fewer URLs than the live generation (more than
 {shrink:.0%} fewer is refused otherwise); `force` rewrites every shard file.
@@ -86,6 +89,13 @@ failed task resumes it.
 """
 
 TASK_DOCS = {
+    "rollback": """\
+An ordinary run passes straight through. A manual run with the param `rollback_to`
+(`previous`: the generation before the live one; or a generation id) makes that kept
+generation live again (`sitemaps rollback`: every file it lists and its snapshot checked
+first, then the same conditional swap of `manifest.json` and root repair as a publish) and
+skips every other task. *If it fails*: the log's last line says why (not a kept generation,
+files missing, or a publish won the race: exit 3); the live generation is unchanged.""",
     "begin": """\
 Checks that S3 can be reached and the output written, reads the live manifest (its
 version is what publish's conditional write checks), fixes the run time (when the DAG run
@@ -149,9 +159,10 @@ Removes shard and generation files that no kept generation references, after a
 grace period. *If it fails*: the new sitemaps are already live; clear it later.""",
     "notify": """\
 Writes the feed of recent changes (feed.atom, listed in robots-sitemaps.txt) and the HTML run
-report (report.html beside the manifest), and submits changed URLs to IndexNow when the site
-has a key. *If it fails*: the new sitemaps are already live; a refused IndexNow submission is
-only a warning; clear the task to write the feed and report again.""",
+report (internal: under the state prefix, shown in the DAG run's "Sitemaps report" tab), and
+submits changed URLs to IndexNow when the site has a key. *If it fails*: the new sitemaps are
+already live; a refused IndexNow submission is only a warning; clear the task to write the
+feed and report again.""",
     "finish": """\
 Removes the run's work files (and gives back the output's lease, if the site uses one).
 Runs only when publish succeeded (or was skipped by a dry run), so a failed run keeps what
@@ -253,9 +264,32 @@ def build_dag(site: SiteConfig) -> Any:
                                   description="Publish even if far fewer URLs than live."),
             "force": Param(False, type="boolean", title="Force",
                            description="Rewrite every shard file (a full rewrite)."),
+            "rollback_to": Param("", type="string", title="Roll back to",
+                                 description="Instead of a run: make this kept generation "
+                                             "live again ('previous': the one before the "
+                                             "live one; else a generation id from "
+                                             "`sitemaps status`). Empty: an ordinary run."),
         },
     )
     def sitemaps() -> None:
+        @task.short_circuit(doc_md=TASK_DOCS["rollback"])
+        def rollback() -> bool:
+            """True (go on) for an ordinary run; a rollback run rolls back and stops here."""
+            context = get_current_context()
+            to = str(context["params"].get("rollback_to") or "").strip()
+            if not to:
+                return True
+            from pipeline.status import rollback as roll_back
+
+            with step(site):
+                result = roll_back(site.out, site.state_uri,
+                                   to=None if to == "previous" else to)
+            context["ti"].xcom_push(key="rollback", value=result)
+            log.info("rollback: generation %s is live again (%s URLs in %d sitemaps); was %s; "
+                     "every other task is skipped", result["live"], f"{result['published']:,}",
+                     result["sitemaps"], result["previous"])
+            return False
+
         @task(doc_md=TASK_DOCS["begin"].format(**fmt))
         def begin() -> dict[str, Any]:
             from pipeline import steps
@@ -274,6 +308,7 @@ def build_dag(site: SiteConfig) -> Any:
                 lease_seconds=site.lease_seconds, keep_generations=site.gc_keep,
                 gc_grace_hours=site.gc_grace_hours, format=site.format,
                 diff_partitions=site.diff_partitions, plan_slice_rows=site.plan_slice_rows,
+                report_to=site.report_to,
                 check_writable=not params["dry_run"])  # a dry run writes nothing to out
             with step(site):
                 ctx = steps.begin(opts)
@@ -456,6 +491,7 @@ def build_dag(site: SiteConfig) -> Any:
             log.info("finish: removed the work files under %s", ctx["work"])
 
         ctx = begin()
+        rollback() >> ctx
         partitions = diff_partitions(ctx)
         diffed = diff.partial(ctx=ctx).expand(partition=partitions)
         chain(ctx, load(ctx), partitions)

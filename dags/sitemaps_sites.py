@@ -91,6 +91,8 @@ class SiteConfig:
     #: and IndexNow submission of changed URLs when a key is set (off by default).
     feed_days: float = 7.0
     report: bool = True
+    #: Where the run reports go (None: the state prefix; internal, never the served `out`).
+    report_to: str | None = None
     indexnow_key: str | None = None
     indexnow_endpoint: str | None = None
     indexnow_key_location: str | None = None

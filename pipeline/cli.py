@@ -1,5 +1,5 @@
-"""The `sitemaps` command line: run, demo, diff, status, repair, validate, gc, robots, feed,
-report, indexnow-key.
+"""The `sitemaps` command line: run, demo, diff, status, repair, rollback, validate, gc, robots,
+feed, report, indexnow-key.
 
 Every failure a user can cause ends in one `error:` line on stderr and a documented exit
 code (EXIT_CODES); `--debug` shows the traceback of an unexpected error instead.
@@ -27,9 +27,10 @@ exit codes:
   0    done
   1    status, gc: no generation at --out; status: the root index disagrees with the
        manifest; validate: problems found; an unexpected error (--debug: its traceback)
-  2    bad input or configuration: fix it, a retry will not help
+  2    bad input or configuration: fix it, a retry will not help (rollback: a generation
+       not kept, or not intact)
   3    another generation was published since this run started (or another run holds
-       the lease)
+       the lease; rollback: published while rolling back)
   4    refused by the shrink guard (--allow-shrink to publish anyway)
   5    too many rejected rows (--max-reject-share)
   70   an internal error: a broken invariant of the pipeline (a bug: please report it)
@@ -95,7 +96,11 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the run summary as JSON")
     p.add_argument("--feed-days", type=float, default=7.0,
                    help="feed.atom lists the changes of this many days (default 7; 0: no feed)")
-    p.add_argument("--no-report", action="store_true", help="do not write report.html")
+    p.add_argument("--no-report", action="store_true",
+                   help="do not write the run report (<state>/generations/<id>/report.html)")
+    p.add_argument("--report-to", metavar="URI",
+                   help="where run reports go, <URI>/generations/<id>/report.html (default: "
+                        "the state prefix); internal: not a served folder")
     p.add_argument("--indexnow-key", help="submit each generation's changed URLs to IndexNow "
                                           "with this key (default: off)")
     p.add_argument("--indexnow-key-location", help="URL of the key file "
@@ -133,7 +138,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run_args(p)
 
     p = add("demo", "make a synthetic inventory and publish its sitemaps locally, as run does "
-                    "(sitemaps, feed.atom, report.html)",
+                    "(sitemaps, feed.atom, and the run report under _state/)",
             "sitemaps demo --urls 100000 --out sitemaps-demo")
     p.add_argument("--urls", type=int, default=1_000_000, metavar="N",
                    help="inventory rows (default 1,000,000)")
@@ -170,6 +175,16 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("repair", "make the newest intact generation live again when manifest.json is "
                       "empty or broken", "sitemaps repair --out s3://www-sitemaps/sitemaps/")
     p.add_argument("--out", required=True, help="local folder or s3://bucket/prefix/")
+    p.add_argument("--state", help="state URI (default: <out>/_state)")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+
+    p = add("rollback", "make a kept generation live again (default: the one before the live "
+                        "one), through the same conditional swap as a publish",
+            "sitemaps rollback --out s3://www-sitemaps/sitemaps/ --to 20261201T030000Z-a1b2c3")
+    p.add_argument("--out", required=True, help="local folder or s3://bucket/prefix/")
+    p.add_argument("--to", metavar="GENERATION",
+                   help="the generation to make live (default: the one before the live one; "
+                        "`sitemaps status` lists the kept ones)")
     p.add_argument("--state", help="state URI (default: <out>/_state)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
 
@@ -212,7 +227,7 @@ def _options(args: argparse.Namespace) -> Any:
         force=args.force, lease_seconds=args.lease_seconds, format=args.format,
         keep_generations=args.keep_generations,
         gc_grace_hours=None if args.no_gc else args.gc_grace_hours,
-        feed_days=args.feed_days or None, report=not args.no_report,
+        feed_days=args.feed_days or None, report=not args.no_report, report_to=args.report_to,
         indexnow_key=args.indexnow_key, indexnow_key_location=args.indexnow_key_location,
         indexnow_endpoint=args.indexnow_endpoint, diff_partitions=args.diff_partitions,
         plan_slice_rows=args.plan_slice_rows,
@@ -285,8 +300,12 @@ def cmd_demo(args: argparse.Namespace) -> int:
     code = cmd_run(run_args)
     if not args.json:
         print(f"inventory: {inventory}")
-        report = out / "report.html"
-        if report.exists():
+        from pipeline.publish import read_live
+        from pipeline.report import report_key
+
+        live = read_live(str(out)).generation
+        report = out / "_state" / report_key(live) if live else None
+        if report is not None and report.exists():
             print(f"open the report: {report.as_uri()}")
     return code
 
@@ -299,7 +318,16 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(json.dumps(report, indent=2, sort_keys=True))
     elif report["live"] is not None:
         for k, v in report.items():
-            print(f"{k}: {v}")
+            if k != "generations":
+                print(f"{k}: {v}")
+        print("kept generations (newest first):")
+        for g in report["generations"]:
+            where = "live" if g["live"] else f"retired {g['retired'] or '?'}"
+            files = "all files present" if not g["missing_files"] else \
+                f"{g['missing_files']:,} file(s) missing"
+            print(f"  {g['generation']}  {where:<28} {g['published']:>12,} URLs "
+                  f"{g['sitemaps']:>7,} sitemaps  created {g['created']} "
+                  f"({g['age_hours']:.1f} h ago)  {files}")
     if report["live"] is None:  # a typo in --out must not look like a healthy output
         print(f"error: no generation at {args.out}", file=sys.stderr)
         return 1
@@ -316,6 +344,18 @@ def cmd_repair(args: argparse.Namespace) -> int:
         print(f"generation {report['live']} is live again (was: {report['previous'] or 'unreadable'})")
     else:
         print(f"generation {report['live']} is live and intact; nothing to repair")
+    return 0
+
+
+def cmd_rollback(args: argparse.Namespace) -> int:
+    from pipeline.status import rollback
+
+    result = rollback(args.out, args.state, to=args.to)
+    if args.json:
+        print(json.dumps(result, indent=2, sort_keys=True))
+    else:
+        print(f"generation {result['live']} is live again ({result['published']:,} URLs in "
+              f"{result['sitemaps']:,} sitemaps); was: {result['previous']}")
     return 0
 
 
@@ -415,7 +455,8 @@ def cmd_gc(args: argparse.Namespace) -> int:
 
 
 COMMANDS = {"run": cmd_run, "demo": cmd_demo, "status": cmd_status, "diff": cmd_diff,
-            "validate": cmd_validate, "gc": cmd_gc, "repair": cmd_repair}
+            "validate": cmd_validate, "gc": cmd_gc, "repair": cmd_repair,
+            "rollback": cmd_rollback}
 
 
 def _notify_commands() -> None:

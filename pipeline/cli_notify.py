@@ -53,17 +53,34 @@ def cmd_feed(args: argparse.Namespace) -> int:
 
 
 def add_report_parser(sub: Any) -> None:
-    p = sub.add_parser("report", help="write the live generation's HTML run report")
+    p = sub.add_parser("report", help="write the live generation's HTML run report (internal: "
+                                      "under the state prefix) and say where it is")
     p.add_argument("--out", required=True, help="local folder or s3://bucket/prefix/")
+    p.add_argument("--state", help="state URI, where the report goes (default: <out>/_state)")
     p.add_argument("--generation", help="another kept generation instead of the live one")
+    p.add_argument("--report-to", metavar="URI",
+                   help="where reports go, as for run (default: the state prefix)")
+    p.add_argument("--save", metavar="FILE",
+                   help="also save a copy to this local file, to open in a browser (an S3 "
+                        "report is not served)")
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from pipeline.report import write_generation_report, write_report
+    from pathlib import Path
 
-    uri = (write_generation_report(args.out, args.generation) if args.generation
-           else write_report(args.out))
+    from pipeline import storage
+    from pipeline.report import write_generation_report
+
+    uri = write_generation_report(args.out, args.generation, state_uri=args.state,
+                                  report_to=args.report_to)
     print(uri)
+    if args.save:
+        root, _, key = uri.rpartition("/")
+        target = Path(args.save).absolute()
+        target.write_bytes(storage.open_storage(root).read_bytes(key))
+        print(f"open the report: {target.as_uri()}")
+    elif not storage.is_s3(uri):
+        print(f"open the report: {Path(uri).as_uri()}")
     return 0
 
 
@@ -93,7 +110,7 @@ COMMANDS = {"robots": cmd_robots, "feed": cmd_feed, "report": cmd_report,
 EXAMPLES = {
     "robots": "sitemaps robots --out s3://www-sitemaps/sitemaps/ --robots s3://www-root/robots.txt",
     "feed": "sitemaps feed --out s3://www-sitemaps/sitemaps/ --days 7",
-    "report": "sitemaps report --out s3://www-sitemaps/sitemaps/",
+    "report": "sitemaps report --out s3://www-sitemaps/sitemaps/ --save report.html",
     "indexnow-key": "sitemaps indexnow-key --out s3://www-sitemaps/sitemaps/ --key KEY",
 }
 

@@ -13,7 +13,8 @@ grace period protects two kinds of files:
 GC decides from one listing, then looks again just before it deletes (`collect`):
 the live manifest is read again and the folders listed again, and a file that the
 live generation now lists, or that was written since (a run that brought content
-back rewrites the same digest key), is not deleted. Incomplete multipart uploads,
+back rewrites the same digest key), is not deleted; nor is the state of the
+generation live then (a rollback may have made it live again meanwhile). Incomplete multipart uploads,
 temporary files of interrupted local writes and the work folders of dead local
 runs older than the grace period go too.
 """
@@ -58,6 +59,7 @@ def referenced_keys(out: storage.Storage, generations: list[str]) -> set[str]:
         m = json.loads(raw)
         keys.add(f"{GENERATIONS_FOLDER}/{gen}/manifest.json")
         keys.add(f"{GENERATIONS_FOLDER}/{gen}/report.html")
+        keys.add(f"{GENERATIONS_FOLDER}/{gen}/rolled-back.json")  # pipeline.status.ROLLED_BACK
         keys.update(s["key"] for s in m["sitemaps"])
         keys.update(i["generation_key"] for i in m["indexes"])
     return keys
@@ -147,7 +149,12 @@ def collect(decision: Decision) -> tuple[list[str], int]:
         log.info("gc: %d file(s) spared: written or made live again since GC listed them",
                  len(decision.doomed) - len(doomed))
     out.delete(doomed)
-    state.delete(decision.doomed_state)
+    # A rollback may have made a generation GC had given up live again since: its state
+    # (the snapshot the next run diffs against) stays.
+    live_state = f"{GENERATIONS_FOLDER}/{live.manifest['generation']}/" if live.manifest else None
+    doomed_state = [k for k in decision.doomed_state
+                    if live_state is None or not k.startswith(live_state)]
+    state.delete(doomed_state)
     out.delete(decision.temporaries)
     state.delete(decision.state_temporaries)
     aborted = out.abort_incomplete_uploads(decision.cutoff)

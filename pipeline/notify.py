@@ -556,8 +556,12 @@ def notify_step(ctx: dict[str, Any], summary: dict[str, Any], *,
         result["skipped"] = "unchanged"
         if feed_days and not out.exists(FEED_KEY):
             result["feed_entries"] = write_feed(out_uri, days=feed_days)["entries"]
-        if report and not out.exists(run_report.REPORT_KEY):
-            result["report"] = run_report.write_report(out_uri, limits=limits)
+        reports = run_report.report_prefix(out_uri, ctx["state"], ctx.get("report_to"))
+        if report and not storage.open_storage(reports).exists(
+                run_report.report_key(summary["generation"])):
+            result["report"] = run_report.write_report(out_uri, limits=limits,
+                                                       state_uri=ctx["state"],
+                                                       report_to=ctx.get("report_to"))
         return result
 
     if feed_days:
@@ -567,7 +571,8 @@ def notify_step(ctx: dict[str, Any], summary: dict[str, Any], *,
         if live is not None:
             repair_root(out, live)  # robots-sitemaps.txt lists the feed once it exists
     if report:
-        result["report"] = run_report.write_report(out_uri, limits=limits)
+        result["report"] = run_report.write_report(out_uri, limits=limits, state_uri=ctx["state"],
+                                                   report_to=ctx.get("report_to"))
 
     if not indexnow_key:
         return result

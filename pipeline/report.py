@@ -1,12 +1,16 @@
 """The run report: one self-contained HTML page per generation, for people.
 
-Written beside the generation's manifest (`generations/<id>/report.html`) and,
-for the live generation, as `report.html` at the output's root. It shows the
-counts (input, published, rejected by reason, added, changed, removed, shards
-written and reused), how full the shards are against the limits, the largest
-sections, and the trend over the last generations. Charts are drawn by
-matplotlib and embedded as PNG data URIs, so the page needs no server and no
-other file.
+It is internal (reject counts, the state's paths), so it is written beside the
+generation's private state, `<state>/generations/<id>/report.html`, never under
+the served output (a report an older version wrote there is removed). People open
+it through the DAG run's "Sitemaps report" tab in Airflow (plugins/sitemaps_report.py)
+or `sitemaps report`. It shows the counts (input, published, rejected by reason,
+the indexability gate's reasons marked, added, changed, removed, shards written
+and reused), per-section freshness (newest lastmod, URLs changed in the last 24
+hours and 7 days, from the generation's snapshot), how full the shards are
+against the limits, the largest sections, and the trend of published URLs over
+the kept generations. Charts are drawn by matplotlib and embedded as PNG data
+URIs, so the page needs no server and no other file.
 """
 
 from __future__ import annotations
@@ -17,12 +21,13 @@ import io
 import json
 import logging
 from collections.abc import Iterable
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from pipeline import storage
+from pipeline import sql, storage
 from pipeline.config import Limits
 from pipeline.errors import ConfigError
-from pipeline.publish import GENERATIONS_FOLDER, read_live
+from pipeline.publish import GENERATIONS_FOLDER, read_live, state_files
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -30,6 +35,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 REPORT_KEY = "report.html"
+#: Reject reasons of the indexability gate (HTTP status, canonical, robots meta): the
+#: report marks them; every reason in the counts is shown, whatever its name.
+GATE_REASONS = ("not_200", "not_canonical", "noindex", "redirect")
 #: Generations the trend chart goes back at most (those whose manifest is still there).
 TREND_GENERATIONS = 30
 #: Sections listed in the largest-sections table and chart.
@@ -162,9 +170,65 @@ def trend_points(out: storage.Storage, manifest: dict[str, Any],
     return points[::-1]
 
 
+def report_key(generation: str) -> str:
+    """Where a generation's report is, below the state prefix."""
+    return f"{GENERATIONS_FOLDER}/{generation}/{REPORT_KEY}"
+
+
+def freshness(snapshot_uri: str, at: str) -> list[tuple[str, int, str, int, int]] | None:
+    """(section, URLs, newest lastmod, changed in 24 h, changed in 7 days) per section of a
+    generation's snapshot, largest first (sql/report_freshness.sql); None when the snapshot
+    cannot be read (garbage-collected)."""
+    from pipeline.load import register_parquet
+
+    root, _, key = snapshot_uri.rpartition("/")
+    if not storage.open_storage(root).exists(key):
+        return None
+    con = sql.connect()
+    try:
+        register_parquet(con, "report_snapshot", [snapshot_uri])
+        rows = con.execute(sql.load_sql("report_freshness"),
+                           {"at": datetime.strptime(at, "%Y-%m-%dT%H:%M:%SZ")
+                            .replace(tzinfo=UTC)}).fetchall()
+    finally:
+        con.close()
+    return [(str(s), int(n), str(t or ""), int(d1), int(d7)) for s, n, t, d1, d7 in rows]
+
+
+def _freshness_table(manifest: dict[str, Any], fresh: list[tuple[str, int, str, int, int]] | None
+                     ) -> str:
+    if fresh is None:  # the snapshot is gone: the newest lastmod per section from the manifest
+        newest: dict[str, str] = {}
+        for s in manifest.get("sitemaps", []):
+            if s.get("lastmod") and s["lastmod"] > newest.get(s["section"], ""):
+                newest[s["section"]] = s["lastmod"]
+        return ("<p class=\"muted\">The generation's snapshot is gone: newest lastmod only "
+                "(from the manifest).</p>" + _table(["section", "newest lastmod"],
+                                                     sorted(newest.items()), "freshness"))
+    total = ("all sections", sum(r[1] for r in fresh), max((r[2] for r in fresh), default=""),
+             sum(r[3] for r in fresh), sum(r[4] for r in fresh))
+    return (f"<p>URLs whose lastmod is within 24 hours and 7 days before the generation's "
+            f"time ({html.escape(manifest['created'])}).</p>" + _table(
+                ["section", "URLs", "newest lastmod", "changed in 24 h", "changed in 7 days"],
+                [total, *fresh], "freshness"))
+
+
+def _rejects_table(counts: dict[str, Any]) -> str:
+    rejected = {k: int(v) for k, v in (counts.get("rejected") or {}).items() if v}
+    if not rejected:
+        return "<p class=\"muted\">No row was rejected.</p>"
+    total = int(counts.get("input_rows") or 0)
+    rows = [(reason, n, f"{n / total:.2%}" if total else "",
+             "indexability gate" if reason in GATE_REASONS else "URL rules")
+            for reason, n in sorted(rejected.items(), key=lambda kv: (-kv[1], kv[0]))]
+    return _table(["reason", "rows", "share of input", "check"], rows, "rejects")
+
+
 def render_report(manifest: dict[str, Any], trend: list[dict[str, Any]],
-                  limits: Limits | None = None) -> str:
-    """The HTML page for one generation's manifest."""
+                  limits: Limits | None = None,
+                  fresh: list[tuple[str, int, str, int, int]] | None = None) -> str:
+    """The HTML page for one generation's manifest; `fresh`: its per-section freshness
+    (`freshness`), None when its snapshot is gone."""
     limits = limits or Limits()
     c = manifest.get("counts", {})
     sitemaps = manifest.get("sitemaps", [])
@@ -193,10 +257,13 @@ def render_report(manifest: dict[str, Any], trend: list[dict[str, Any]],
         "<p>Root index: " + ", ".join(f"<a href=\"{esc(i['url'])}\">{esc(i['url'])}</a>"
                                       for i in manifest.get("indexes", [])) + "</p>",
         "<h2>Counts</h2>", _table(["", "count"], counts, "counts"),
-        "<h2>Rejected rows by reason</h2>",
-        _table(["reason", "rows"], sorted(rejected.items())) if rejected
-        else "<p class=\"muted\">No row was rejected.</p>",
+        "<h2>Rejected rows by reason</h2>", _rejects_table(c),
+        "<h2>Freshness by section</h2>", _freshness_table(manifest, fresh),
     ]
+    if manifest.get("rollback"):
+        rb = manifest["rollback"]
+        parts.insert(6, f"<p class=\"warn\">Made live again by a rollback from generation "
+                        f"{esc(str(rb.get('from')))} at {esc(str(rb.get('at')))}.</p>")
     dropped = {k: v for k, v in (c.get("dropped_fields") or {}).items() if v}
     if dropped:
         parts += ["<p>Fields dropped (row kept):</p>",
@@ -214,7 +281,7 @@ def render_report(manifest: dict[str, Any], trend: list[dict[str, Any]],
         parts += ["<h2>Largest sections</h2>", sections_chart(section_rows),
                   _table(["section", "URLs", "files", "bytes (uncompressed)"],
                          section_rows[:TOP_SECTIONS])]
-    parts.append("<h2>Trend</h2>")
+    parts.append("<h2>Trend over the kept generations</h2>")
     if trend:
         parts += [trend_chart(trend), _table(
             ["generation", "created", "published", "added", "changed", "removed"],
@@ -224,13 +291,25 @@ def render_report(manifest: dict[str, Any], trend: list[dict[str, Any]],
     return "\n".join(parts)
 
 
-def write_generation_report(out_uri: str, generation: str | None = None, *,
-                            limits: Limits | None = None) -> str:
-    """Write `generations/<id>/report.html` (default: the live generation); returns its URI.
+def report_prefix(out_uri: str, state_uri: str | None = None, report_to: str | None = None
+                  ) -> str:
+    """Where reports go: `report_to` (`--report-to`, `report_to` in the site TOML), else the
+    state prefix (default `<out>/_state`)."""
+    return report_to or state_uri or storage.join(out_uri, "_state")
 
-    For the live generation the same page is also written as `report.html` at the root.
+
+def write_generation_report(out_uri: str, generation: str | None = None, *,
+                            limits: Limits | None = None, state_uri: str | None = None,
+                            report_to: str | None = None) -> str:
+    """Write the report of `generation` (default: the live one) under the state prefix,
+    `<state>/generations/<id>/report.html` (or under `report_to`); returns its URI.
+
+    `state_uri`: the run's `--state` (default `<out>/_state`), where the snapshot is. A copy
+    an older version wrote under the served output is removed.
     """
     out = storage.open_storage(out_uri)
+    target = report_prefix(out_uri, state_uri, report_to)
+    state_uri = state_uri or storage.join(out_uri, "_state")
     live = read_live(out_uri).manifest
     if live is None:
         raise ConfigError(f"{out_uri} has no live generation yet: nothing to report on")
@@ -242,19 +321,38 @@ def write_generation_report(out_uri: str, generation: str | None = None, *,
         if raw is None:
             raise ConfigError(f"generation {gen} has no manifest in {out_uri}")
         manifest = json.loads(raw)
-    body = render_report(manifest, trend_points(out, manifest), limits).encode("utf-8")
-    key = f"{GENERATIONS_FOLDER}/{gen}/{REPORT_KEY}"
-    out.write_bytes(key, body, cache_control=storage.CACHE_SHORT)
-    if gen == live["generation"]:
-        out.write_bytes(REPORT_KEY, body, cache_control=storage.CACHE_SHORT)
-    log.info("report: %s written (%d bytes)", out.uri(key), len(body))
-    return out.uri(key)
+    fresh = freshness(state_files(state_uri, gen)["snapshot"], manifest["created"])
+    body = render_report(manifest, trend_points(out, manifest), limits, fresh).encode("utf-8")
+    state = storage.open_storage(target)
+    state.write_bytes(report_key(gen), body, cache_control="private, no-store")
+    # Reports used to be served: one there would show reject counts to anyone.
+    out.delete([k for k in (REPORT_KEY, report_key(gen)) if out.exists(k)])
+    log.info("report: %s written (%d bytes)", state.uri(report_key(gen)), len(body))
+    return state.uri(report_key(gen))
 
 
-def write_report(out_uri: str, *, limits: Limits | None = None) -> str:
-    """Write the live generation's report (its own and the root's); returns the root's URI.
+def write_report(out_uri: str, *, limits: Limits | None = None,
+                 state_uri: str | None = None, report_to: str | None = None) -> str:
+    """Write the live generation's report; returns its URI (under the state prefix).
 
     `limits`: the run's limits, for the fill chart (default: the protocol's).
     """
-    write_generation_report(out_uri, limits=limits)
-    return storage.open_storage(out_uri).uri(REPORT_KEY)
+    return write_generation_report(out_uri, limits=limits, state_uri=state_uri,
+                                   report_to=report_to)
+
+
+def read_report(out_uri: str, generation: str, *, state_uri: str | None = None,
+                report_to: str | None = None, limits: Limits | None = None,
+                write_missing: bool = True) -> bytes | None:
+    """The report of `generation`, written first when missing (and `write_missing`); None
+    when there is none (a generation whose manifest is gone)."""
+    where = storage.open_storage(report_prefix(out_uri, state_uri, report_to))
+    body = where.read_bytes_or_none(report_key(generation))
+    if body is None and write_missing:
+        try:
+            write_generation_report(out_uri, generation, state_uri=state_uri, limits=limits,
+                                    report_to=report_to)
+        except ConfigError:
+            return None
+        body = where.read_bytes_or_none(report_key(generation))
+    return body

@@ -1,6 +1,12 @@
 """`sitemaps status`: the live generation, whether every file it serves exists (and, deep,
-is intact), and whether the root index agrees with it. `sitemaps repair`: make the newest
-intact generation live again when the live manifest is empty or broken."""
+is intact), whether the root index agrees with it, and the kept generations. `sitemaps
+repair`: make the newest intact generation live again when the live manifest is empty or
+broken. `sitemaps rollback`: make a kept generation live again on purpose.
+
+Repair and rollback share one machinery: the check that a generation is intact (its
+manifest parses, every file it lists is there with its size, its snapshot is the one it
+recorded), the conditional swap of `manifest.json` on the version just read (a publish
+racing it loses, or wins, cleanly: exit 3 for the loser) and the root files' repair."""
 
 from __future__ import annotations
 
@@ -11,15 +17,17 @@ from datetime import UTC, datetime
 from typing import Any
 
 from pipeline import storage
-from pipeline.errors import LiveStateCorrupt, StorageError
+from pipeline.errors import ConfigError, LiveStateCorrupt, PublishConflict, StorageError
 from pipeline.publish import (
     GENERATIONS_FOLDER,
     LIVE_MANIFEST_KEY,
+    live_files,
     missing_files,
     parse_manifest,
     read_live,
     repair_root,
     snapshot_uri,
+    utcnow,
 )
 
 log = logging.getLogger(__name__)
@@ -37,7 +45,6 @@ def status(out_uri: str, deep: bool = False) -> dict[str, Any]:
         return {"out": out_uri, "live": None, "ok": True}
     m = live.manifest
     out = storage.open_storage(out_uri)
-    created = datetime.strptime(m["created"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
     agree = all(out.read_bytes_or_none(i["key"]) == out.read_bytes_or_none(i["generation_key"])
                 for i in m["indexes"])
     missing = missing_files(out, m)
@@ -53,36 +60,107 @@ def status(out_uri: str, deep: bool = False) -> dict[str, Any]:
         "out": out_uri,
         "live": m["generation"],
         "created": m["created"],
-        "age_hours": round((datetime.now(UTC) - created).total_seconds() / 3600, 2),
+        "age_hours": _age_hours(m["created"]),
         "published": m["counts"]["published"],
         "sitemaps": len(m["sitemaps"]),
         "indexes": [i["url"] for i in m["indexes"]],
         "root_index_matches": agree,
         "missing_files": missing,
         **({"corrupt_files": corrupt} if deep else {}),
+        **({"rollback": m["rollback"]} if m.get("rollback") else {}),
+        "generations": kept_generations(out, m),
         "ok": agree and not missing and not corrupt,
     }
 
 
-def _intact(out: storage.Storage, gen: str, out_uri: str, state_uri: str
-            ) -> dict[str, Any] | None:
+def _age_hours(created: str) -> float:
+    t = datetime.strptime(created, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    return round((datetime.now(UTC) - t).total_seconds() / 3600, 2)
+
+
+def kept_generations(out: storage.Storage, live: dict[str, Any]) -> list[dict[str, Any]]:
+    """The live history's generations whose manifest is still stored, newest first: counts,
+    age, when each stopped being live, and whether every file it lists is there (so it can
+    be rolled back to; its snapshot is checked by the rollback itself). One listing per
+    folder for all of them."""
+    found: dict[str, int] = {}
+    listed: set[str] = set()
+    rows = []
+    retired = live.get("retired") or {}
+    for gen in live.get("history") or [live["generation"]]:
+        if gen == live["generation"]:
+            m: dict[str, Any] | None = live
+        else:
+            raw = out.read_bytes_or_none(f"{GENERATIONS_FOLDER}/{gen}/manifest.json")
+            try:
+                m = parse_manifest(raw, gen, out.root) if raw is not None else None
+            except LiveStateCorrupt:
+                m = None
+        if m is None:
+            continue  # garbage-collected (or broken): not a generation one can go back to
+        want = live_files(m)
+        for folder in {k.rpartition("/")[0] + "/" for k in want} - listed:
+            found.update((o.key, o.size) for o in out.list(folder))
+            listed.add(folder)
+        missing = sum(1 for k, size in want.items() if found.get(k) != size)
+        rows.append({
+            "generation": gen, "live": gen == live["generation"], "created": m["created"],
+            "age_hours": _age_hours(m["created"]),
+            "published": int((m.get("counts") or {}).get("published", 0)),
+            "sitemaps": len(m["sitemaps"]), "retired": retired.get(gen),
+            "missing_files": missing})
+    return rows
+
+
+def _check_generation(out: storage.Storage, gen: str, out_uri: str, state_uri: str
+                      ) -> tuple[dict[str, Any] | None, str]:
+    """(its manifest, "") when generation `gen` is intact, else (None, what is wrong)."""
     raw = out.read_bytes_or_none(f"{GENERATIONS_FOLDER}/{gen}/manifest.json")
     if raw is None:
-        return None
+        return None, f"its manifest {out.uri(f'{GENERATIONS_FOLDER}/{gen}/manifest.json')} is " \
+                     "gone (garbage-collected, or never written)"
     try:
         m = parse_manifest(raw, gen, out_uri)
     except LiveStateCorrupt:
-        return None
-    if m["generation"] != gen or missing_files(out, m):
-        return None
+        return None, "its manifest is empty or not a valid manifest"
+    if m["generation"] != gen:
+        return None, f"its manifest is generation {m['generation']}'s"
+    missing = missing_files(out, m)
+    if missing:
+        return None, (f"{len(missing)} of the {len(live_files(m))} files it lists are missing "
+                      f"or of another size, e.g. {missing[0]} (garbage-collected?)")
     from pipeline import integrity
 
     try:
         integrity.verify(snapshot_uri(m, state_uri),
-                         (m.get("state_check") or {}).get("snapshot", {}), "", "")
-    except LiveStateCorrupt:
-        return None
-    return m
+                         (m.get("state_check") or {}).get("snapshot", {}), "its snapshot",
+                         "the next run could not diff against it")
+    except LiveStateCorrupt as exc:
+        return None, str(exc)
+    return m, ""
+
+
+def _intact(out: storage.Storage, gen: str, out_uri: str, state_uri: str
+            ) -> dict[str, Any] | None:
+    return _check_generation(out, gen, out_uri, state_uri)[0]
+
+
+#: Manifest fields that say when and how a generation went live, not what it publishes: a
+#: rollback rewrites them, so a live manifest may differ from its generation's copy there.
+BOOKKEEPING = ("previous", "history", "committed", "retired", "rollback")
+
+
+def _content(m: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in m.items() if k not in BOOKKEEPING}
+
+
+def rolled_back_key(generation: str) -> str:
+    """The marker a rollback leaves on the generation it took out of service: repair then
+    prefers any other intact generation to it (it is newer, but was rolled back)."""
+    return f"{GENERATIONS_FOLDER}/{generation}/{ROLLED_BACK}"
+
+
+ROLLED_BACK = "rolled-back.json"
 
 
 def repair(out_uri: str, state_uri: str | None = None) -> dict[str, Any]:
@@ -104,11 +182,15 @@ def repair(out_uri: str, state_uri: str | None = None) -> dict[str, Any]:
             pass
     if live_gen is not None:
         m = _intact(out, live_gen, out_uri, state_uri)
-        if m is not None and m == json.loads(data):  # type: ignore[arg-type]
+        if m is not None and _content(m) == _content(json.loads(data)):  # type: ignore[arg-type]
             fixed = repair_root(out, m)
             return {"out": out_uri, "live": live_gen, "repaired": False, "root_files_fixed": fixed}
-    gens = sorted({o.key.split("/")[1] for o in out.list(f"{GENERATIONS_FOLDER}/")
-                   if o.key.endswith("/manifest.json")}, reverse=True)
+    listed = [o.key for o in out.list(f"{GENERATIONS_FOLDER}/")]
+    rolled_back = {k.split("/")[1] for k in listed if k.endswith("/" + ROLLED_BACK)}
+    # Newest first, but a generation a rollback took out of service only when no other is
+    # intact: a rollback to an older generation must survive a broken manifest.json.
+    gens = sorted({k.split("/")[1] for k in listed if k.endswith("/manifest.json")},
+                  key=lambda g: (g not in rolled_back, g), reverse=True)
     for gen in gens:
         if gen == live_gen:
             continue
@@ -126,3 +208,74 @@ def repair(out_uri: str, state_uri: str | None = None) -> dict[str, Any]:
     raise StorageError(f"no intact generation under {out.uri(GENERATIONS_FOLDER)}: nothing to "
                        "restore; remove manifest.json to start over with a first generation "
                        "(lastmods then restart from this run)")
+
+
+def rollback(out_uri: str, state_uri: str | None = None, to: str | None = None
+             ) -> dict[str, Any]:
+    """Make generation `to` (default: the one before the live one) live again.
+
+    `to` must be in the live manifest's history and intact (every file it lists there with
+    its size, its snapshot the one it recorded), checked before the swap; otherwise
+    ConfigError (exit 2) says why and nothing changes. The new live manifest is that
+    generation's, with the bookkeeping of a commit: `history` (it comes first, once),
+    `previous`, `committed`, `retired` (the generation it replaces retires now, so GC's grace
+    period protects its files) and `rollback` (from which generation, when). The swap is
+    conditional on the live manifest's version read here: a publish that commits first makes
+    the rollback fail with PublishConflict (exit 3) and a rollback that commits first makes
+    the publish fail the same way. Then the root index(es) and robots lines follow it.
+    The next run diffs against that generation's snapshot.
+    """
+    out = storage.open_storage(out_uri)
+    state_uri = state_uri or storage.join(out_uri, "_state")
+    live = read_live(out_uri)  # a broken manifest: LiveStateCorrupt, use repair
+    if live.manifest is None:
+        raise ConfigError(f"no generation at {out_uri}: nothing to roll back")
+    current = live.manifest
+    history = list(current.get("history") or [current["generation"]])
+    if to is None:
+        if len(history) < 2:
+            raise ConfigError(f"generation {current['generation']} is the only one in the "
+                              f"history of {out_uri}: there is none before it to roll back to")
+        to = history[1]
+    if to == current["generation"]:
+        raise ConfigError(f"generation {to} is already live in {out_uri}: nothing to do")
+    if to not in history:
+        kept = ", ".join(g["generation"] for g in kept_generations(out, current)
+                         if not g["live"]) or "none"
+        raise ConfigError(f"generation {to} is not in the history of {out_uri}; the kept "
+                          f"generations one can roll back to: {kept} (`sitemaps status`)")
+    target, problem = _check_generation(out, to, out_uri, state_uri)
+    if target is None:
+        raise ConfigError(f"cannot roll back to generation {to}: {problem}; generation "
+                          f"{current['generation']} stays live")
+    committed = utcnow().strftime("%Y-%m-%dT%H:%M:%SZ")
+    new_history = [to] + [g for g in history if g != to][:50]
+    retired = {g: t for g, t in (current.get("retired") or {}).items()
+               if g in new_history and g != to}
+    retired[current["generation"]] = committed
+    manifest = {**target, "previous": current["generation"], "history": new_history,
+                "committed": committed, "retired": retired,
+                "rollback": {"from": current["generation"], "at": committed}}
+    body = json.dumps(manifest, indent=1, sort_keys=True).encode()
+    try:
+        out.put_if(LIVE_MANIFEST_KEY, body, if_match=live.etag, cache_control=storage.CACHE_SHORT)
+    except PublishConflict:
+        # A lost reply whose write applied (botocore's retry got 412) is a rollback done.
+        now_live = read_live(out_uri).manifest or {}
+        if now_live.get("generation") != to or now_live.get("rollback") != manifest["rollback"]:
+            raise PublishConflict(
+                f"another generation was published in {out_uri} while rolling back "
+                f"({now_live.get('generation')} is live now); nothing was rolled back: check "
+                "`sitemaps status` and roll back again if still wanted") from None
+        log.warning("rollback: the swap's reply was lost, but generation %s is live", to)
+    # After the swap: a marker written before a lost race would mislead repair.
+    out.write_bytes(rolled_back_key(current["generation"]),
+                    json.dumps(manifest["rollback"] | {"to": to}).encode())
+    out.delete([rolled_back_key(to)] if out.exists(rolled_back_key(to)) else [])
+    log.warning("rollback: generation %s is live again in %s (was %s)", to, out_uri,
+                current["generation"])
+    fixed = repair_root(out, manifest, previous=current)
+    return {"out": out_uri, "live": to, "previous": current["generation"],
+            "published": int(target["counts"].get("published", 0)),
+            "sitemaps": len(target["sitemaps"]), "committed": committed,
+            "root_files_fixed": fixed}

@@ -74,6 +74,8 @@ class RunOptions:
     #: (None: no feed), the HTML run report, IndexNow (off without a key).
     feed_days: float | None = None
     report: bool = False
+    #: Where the report goes (None: the state prefix, <state>/generations/<id>/report.html).
+    report_to: str | None = None
     indexnow_key: str | None = None
     indexnow_key_location: str | None = None
     indexnow_endpoint: str | None = None
@@ -161,6 +163,7 @@ def begin(opts: RunOptions) -> dict[str, Any]:
         "keep_generations": opts.keep_generations,
         "gc_grace_hours": opts.gc_grace_hours, "warnings": warnings,
         "plan_slice_rows": opts.plan_slice_rows, "diff_partitions": opts.diff_partitions,
+        "report_to": opts.report_to,
     }
     # The live shard keys go to a work file, not into the context: a 1B-URL site has over
     # 20,000 of them, and the DAG hands the context to every task through XCom.

@@ -45,6 +45,7 @@ AIRFLOW_HOME = LOCAL / "airflow"
 SEAWEEDFS_DIR = LOCAL / "seaweedfs"
 SITES_FILE = HERE / "sites.toml"
 DAGS_FOLDER = REPO_ROOT / "dags"
+PLUGINS_FOLDER = REPO_ROOT / "plugins"
 BUCKET = "sitemaps"
 INVENTORY_KEY = "inventory/demo/inventory.parquet"
 CONN_ID = "sitemaps_s3"
@@ -118,6 +119,8 @@ def airflow_env(home: Path, port: int, *, sites_file: Path, s3_conn: str | None,
     env.update({
         "AIRFLOW_HOME": str(home),
         "AIRFLOW__CORE__DAGS_FOLDER": str(DAGS_FOLDER),
+        # The run report's tab on each DAG run (plugins/sitemaps_report.py).
+        "AIRFLOW__CORE__PLUGINS_FOLDER": str(PLUGINS_FOLDER),
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
         "AIRFLOW__API__HOST": "127.0.0.1",
         "AIRFLOW__API__PORT": str(port),

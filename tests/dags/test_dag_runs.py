@@ -10,7 +10,7 @@ from __future__ import annotations
 import io
 import json
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pyarrow as pa
@@ -163,6 +163,26 @@ def test_dag_run_publishes_what_the_cli_publishes(
     assert env.query("SELECT count(*) FROM asset_event") == [(1,)]
     assert read_output(s3_bucket.url("dag/"), max_urls=MAX_URLS).manifest["generation"] == \
         dm["generation"]
+
+    # A manual run with the param `rollback_to` (issue 16): after a newer generation, the
+    # DAG makes the one before it live again (`sitemaps rollback`) and skips every other task.
+    bigger = make_inventory(tmp_path / "inventory2.parquet", URLS + 200, site=SITE)
+    s3_bucket.client.upload_file(str(bigger), s3_bucket.name, "inventory/inv2.parquet")
+    newer = run(RunOptions(inventory=s3_bucket.url("inventory/inv2.parquet"), site_url=SITE,
+                           out=s3_bucket.url("dag/"), public_url=PUBLIC,
+                           limits=Limits(max_urls=MAX_URLS),
+                           run_time=RUN_TIME + timedelta(hours=1),
+                           plan_slice_rows=PLAN_SLICE_ROWS))
+    assert newer["published"]
+    rc, out, _ = dags_test(env, "sitemaps_parity", "--conf", '{"rollback_to": "previous"}')
+    assert rc == 0, tail(out)
+    states = env.task_states("sitemaps_parity")
+    assert states[("rollback", -1)] == ("success", 1), states
+    assert {s for (t, _), (s, _) in states.items() if t != "rollback"} == {"skipped"}, states
+    live = read_output(s3_bucket.url("dag/"), max_urls=MAX_URLS).manifest
+    assert live["generation"] == dm["generation"]
+    assert live["rollback"]["from"] == newer["generation"]
+    assert env.query("SELECT count(*) FROM asset_event") == [(1,)]
 
 
 def test_terminal_error_fails_at_once_and_publishes_nothing(

@@ -13,7 +13,7 @@ from tests.dags.airflow_env import DAGS_FOLDER, ROOT, new_home, requires_airflow
 
 pytestmark = requires_airflow
 
-TASKS = ["begin", "load", "diff_partitions", "diff", "diff_counts", "plan_slices", "plan",
+TASKS = ["rollback", "begin", "load", "diff_partitions", "diff", "diff_counts", "plan_slices", "plan",
          "plan_counts", "render", "publish", "announce", "gc", "notify", "finish"]
 
 TWO_SITES = """
@@ -112,7 +112,7 @@ def test_one_dag_per_site_with_the_expected_shape(bags: dict[str, dict]) -> None
     for d in (www, shop):
         assert d["catchup"] is False and d["max_active_runs"] == 1
         assert "Sitemaps for" in d["doc_md"] and "When a run fails" in d["doc_md"]
-        assert d["params"] == ["allow_shrink", "dry_run", "force"]
+        assert d["params"] == ["allow_shrink", "dry_run", "force", "rollback_to"]
         assert sorted(d["tasks"]) == sorted(TASKS)
         for task_id, t in d["tasks"].items():
             assert t["retries"] == 3, task_id
@@ -130,6 +130,8 @@ def test_one_dag_per_site_with_the_expected_shape(bags: dict[str, dict]) -> None
         assert t["publish"]["trigger_rule"] == "none_failed"
         assert t["finish"]["trigger_rule"] == "none_failed"
         assert t["gc"]["trigger_rule"] == "all_success"
+        # A rollback run stops at the short circuit before begin: nothing else runs.
+        assert t["begin"]["upstream"] == ["rollback"] and t["rollback"]["upstream"] == []
         assert t["load"]["upstream"] == ["begin"]
         assert t["diff_partitions"]["upstream"] == ["begin", "load"]
         assert t["diff"]["upstream"] == ["begin", "diff_partitions"]

@@ -1,4 +1,5 @@
-"""Smoke test: `airflow standalone` on a free port runs a site's DAG end to end.
+"""Smoke test: `airflow standalone` on a free port runs a site's DAG end to end, and shows
+each run's report as a tab of the DAG run (headless Chromium: log in, open the run and the tab).
 
 The same launcher as the local stack (infra/local/stack.py): health endpoint, token for the
 generated admin password, the DAG listed by the REST API, unpaused, then triggered the way the
@@ -12,6 +13,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import shutil
 import sys
 import time
@@ -23,10 +25,11 @@ from typing import Any
 import pytest
 
 from pipeline.demo import make_inventory
+from tests.dags import report_tab
 from tests.dags.airflow_env import ROOT, free_port, requires_airflow
 from tests.s3_fixtures import S3Bucket
 
-pytestmark = [*requires_airflow, pytest.mark.integration]
+pytestmark = [*requires_airflow, pytest.mark.integration, pytest.mark.browser]
 #: Task slots of the standalone (what `stack.sh up` gives a 2-core machine).
 PARALLELISM = 2
 
@@ -161,6 +164,30 @@ aws_conn_id = "{stack.CONN_ID}"
             assert x["generation"] == live["generation"]
             assert x["counts"]["published"] == live["counts"]["published"] > URLS * 0.9
             assert x["root_indexes"] == [i["url"] for i in live["indexes"]]
+
+        # The run report as the DAG run's "Sitemaps report" tab (plugins/sitemaps_report.py,
+        # issue 16): a person logs in, opens the run that published and its tab, and sees
+        # that generation's report and numbers, read from the private state prefix through
+        # the site's connection (nothing of the report is served).
+        served = s3_bucket.client.list_objects_v2(Bucket=s3_bucket.name, Prefix="out/")
+        assert [o["Key"] for o in served["Contents"] if o["Key"].endswith(".html")] == [
+            f"out/_state/generations/{live['generation']}/report.html"]
+        url = f"http://127.0.0.1:{port}/sitemaps-report/{DAG_ID}/{events[0]['source_run_id']}"
+        assert report_tab.fetch(url, "not-a-token")[0] in (401, 403)  # internal
+        code, page = report_tab.fetch(url, token)
+        assert code == 200 and live["generation"] in page, page[:500]
+        text, shot = report_tab.open_report_tab(f"http://127.0.0.1:{port}",
+                                                airflow.admin_password(), DAG_ID,
+                                                events[0]["source_run_id"], tmp_path)
+        timings["report tab"] = time.monotonic() - t0
+        print(f"report tab screenshot: {shot}")
+        c = live["counts"]
+        assert f"generation {live['generation']}, published by this run" in text, text[:800]
+        for label, value in (("input rows", c["input_rows"]), ("published URLs", c["published"]),
+                             ("rejected rows", c["rejected_rows"])):
+            assert re.search(rf"{label}\s+{value:,}\b", text), (label, value, text[:1500])
+        assert "Freshness by section" in text and "Trend over the kept generations" in text
+        assert shot.stat().st_size > 30_000  # the page with its charts, not a blank one
     finally:
         t = time.monotonic()
         airflow.stop(timeout=20)

@@ -156,13 +156,16 @@ def test_demo_writes_what_a_run_writes(tmp_path: Path) -> None:
     out = tmp_path / "demo"
     proc = sitemaps("demo", "--urls", "2000", "--out", str(out))
     assert proc.returncode == 0, proc.stderr
-    for name in ("sitemap_index.xml", "report.html", "feed.atom", "robots-sitemaps.txt"):
+    for name in ("sitemap_index.xml", "feed.atom", "robots-sitemaps.txt"):
         assert (out / name).is_file(), name
+    # The run report is internal: under the state prefix, where the demo says it is.
+    (report,) = (out / "_state" / "generations").glob("*/report.html")
     assert "feed.atom" in (out / "robots-sitemaps.txt").read_text()
     inventory = tmp_path / "demo-inventory" / "inventory.parquet"
     assert inventory.is_file()
     assert not list(out.rglob("*inventory*")) and not (out / "_demo").exists()
-    assert f"report: {out / 'report.html'}" in proc.stdout
+    assert f"report: {report}" in proc.stdout
+    assert f"open the report: {report.as_uri()}" in proc.stdout
     assert f"inventory: {inventory}" in proc.stdout
     read_output(str(out))
     assert sitemaps("validate", "--out", str(out)).returncode == 0

@@ -133,8 +133,9 @@ def test_notify_step_feed_report_and_indexnow(
     result = notify_step(site.ctx(), summaries[-1], indexnow_key=KEY,
                          indexnow_endpoint=endpoint.url)
     assert result["feed_entries"] == 35
-    assert (out / "report.html").is_file()
-    assert (out / "generations" / summaries[-1]["generation"] / "report.html").is_file()
+    # The report is internal: under the state prefix, not the served output.
+    assert (out / "_state" / "generations" / summaries[-1]["generation"] / "report.html").is_file()
+    assert not list(p for p in out.rglob("*.html") if "_state" not in p.parts)
     # The generation's added, changed and removed URLs, once each, in one POST.
     assert len(endpoint.requests) == 1
     body = endpoint.requests[0]["json"]
@@ -196,6 +197,6 @@ def test_cli_subcommands(three_runs: tuple[Site, list[dict[str, Any]]], tmp_path
         assert cli_notify.COMMANDS[args.command](args) == 0
     printed = capsys.readouterr().out
     assert "4 entries from 2 generation(s)" in printed and f"{robots}: updated" in printed
-    assert (Path(site.out) / "report.html").is_file() and (Path(site.out) / f"{KEY}.txt").is_file()
+    assert "open the report: file://" in printed and (Path(site.out) / f"{KEY}.txt").is_file()
     assert robots.read_text() == (f"Sitemap: {SITE}sitemap_index.xml\n"
                                   f"Sitemap: {SITE}feed.atom\n")

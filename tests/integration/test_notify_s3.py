@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -58,6 +59,11 @@ def test_feed_and_report_of_an_s3_output(s3_bucket: Any, tmp_path: Path) -> None
     assert feed.feed.id == PUB + FEED_KEY
     assert obj["CacheControl"] == "public, max-age=300"
 
-    assert write_report(out) == f"{out}/{REPORT_KEY}"
-    head = c.head_object(Bucket=s3_bucket.name, Key=f"out/{REPORT_KEY}")
+    gen = json.loads(c.get_object(Bucket=s3_bucket.name, Key="out/manifest.json")["Body"].read())
+    key = f"_state/generations/{gen['generation']}/{REPORT_KEY}"
+    # Internal: under the state prefix, nothing under the served output.
+    assert write_report(out) == f"{out}/{key}"
+    assert not [o for o in c.list_objects_v2(Bucket=s3_bucket.name, Prefix="out/")["Contents"]
+                if o["Key"].endswith(".html") and not o["Key"].startswith("out/_state/")]
+    head = c.head_object(Bucket=s3_bucket.name, Key=f"out/{key}")
     assert head["ContentType"] == "text/html; charset=utf-8"

@@ -1,4 +1,5 @@
-"""The run report after real runs: counts, embedded charts, the trend, one page per generation."""
+"""The run report after real runs: counts, rejects by reason, per-section freshness, embedded
+charts, the trend, one page per generation, under the private state prefix."""
 
 from __future__ import annotations
 
@@ -11,7 +12,13 @@ import pytest
 from lxml import html as lxml_html
 
 from pipeline.config import Limits
-from pipeline.report import REPORT_KEY, write_generation_report, write_report
+from pipeline.report import (
+    REPORT_KEY,
+    read_report,
+    render_report,
+    write_generation_report,
+    write_report,
+)
 from pipeline.run import RunOptions, run
 from tests.output_check import write_inventory
 
@@ -42,10 +49,12 @@ def cells(doc: lxml_html.HtmlElement, table: str) -> dict[str, str]:
 def test_report_shows_counts_charts_sections_and_trend(tmp_path: Path) -> None:
     out, summaries = publish_two(tmp_path)
     uri = write_report(out, limits=LIMITS)
-    assert uri == f"{out}/{REPORT_KEY}"
-    page = Path(uri).read_text(encoding="utf-8")
     gen = summaries[-1]["generation"]
-    assert Path(out, "generations", gen, REPORT_KEY).read_text(encoding="utf-8") == page
+    # Internal: beside the generation's private state, nothing under the served output.
+    assert uri == f"{out}/_state/generations/{gen}/{REPORT_KEY}"
+    assert [p for p in Path(out).rglob("*.html") if "_state" not in p.parts] == []
+    page = Path(uri).read_text(encoding="utf-8")
+    assert read_report(out, gen) == page.encode("utf-8")
     doc = lxml_html.fromstring(page)
     assert gen in doc.findtext(".//h1")
 
@@ -59,6 +68,15 @@ def test_report_shows_counts_charts_sections_and_trend(tmp_path: Path) -> None:
     assert counts["shards reused"] == str(c["shards_reused"])
     reasons = cells(doc, "tr/th[1][text()='reason']")
     assert reasons == {"not_http": "1", "off_site": "1"}
+    assert doc.xpath("//table[@class='rejects']//tr[td]/td[4]/text()") == ["URL rules"] * 2
+
+    # Freshness from the snapshot: the second run (a day later) added news/1; every other
+    # URL kept its lastmod of the first run, a day before: not within 24 hours.
+    fresh = {r.xpath("td[1]")[0].text_content(): [td.text_content() for td in r.xpath("td")[1:]]
+             for r in doc.xpath("//table[@class='freshness']//tr[td]")}
+    assert fresh["all sections"] == ["29", "2026-12-02T03:00:00Z", "1", "29"]
+    assert fresh["product"] == ["24", "2026-12-01T03:00:00Z", "0", "24"]
+    assert fresh["news"] == ["1", "2026-12-02T03:00:00Z", "1", "1"]
 
     images = doc.xpath("//img/@src")
     assert len(images) == 3  # shard fill, largest sections, trend
@@ -68,7 +86,7 @@ def test_report_shows_counts_charts_sections_and_trend(tmp_path: Path) -> None:
         assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 5_000
     assert "20 URLs" not in page and "10 URLs" in page  # the run's limits, not the protocol's
 
-    sections = cells(doc, "tr/th[1][text()='section']")
+    sections = cells(doc, "tr/th[4][text()='bytes (uncompressed)']")
     assert list(sections) == ["product", "blog", "news"] and sections["product"] == "24"
     trend_gens = doc.xpath("//table[tr/th[1][text()='generation']]//tr/td[1]/text()")
     assert trend_gens == [s["generation"] for s in reversed(summaries)]
@@ -79,6 +97,29 @@ def test_an_older_generation_keeps_its_own_report(tmp_path: Path) -> None:
     out, summaries = publish_two(tmp_path)
     first = summaries[0]["generation"]
     uri = write_generation_report(out, first)
+    assert uri == f"{out}/_state/generations/{first}/{REPORT_KEY}"
     page = Path(uri).read_text(encoding="utf-8")
     assert first in page and summaries[1]["generation"] not in page
-    assert not Path(out, REPORT_KEY).exists()  # the root report is the live one's only
+    assert not Path(out, REPORT_KEY).exists()  # nothing served
+    # Elsewhere with report_to (`--report-to`, `report_to` in the site TOML).
+    elsewhere = write_generation_report(out, first, report_to=str(tmp_path / "reports"))
+    assert elsewhere == f"{tmp_path}/reports/generations/{first}/{REPORT_KEY}"
+    assert read_report(out, first, report_to=str(tmp_path / "reports"), write_missing=False) \
+        == Path(elsewhere).read_bytes()
+
+
+def test_every_reject_reason_is_shown_the_gate_marked() -> None:
+    manifest = {"generation": "g", "created": "2026-12-01T03:00:00Z", "site_url": SITE,
+                "indexes": [], "sitemaps": [],
+                "counts": {"input_rows": 1000, "published": 900, "rejected": {
+                    "not_200": 40, "noindex": 30, "not_canonical": 20, "redirect": 5,
+                    "off_site": 4, "some_future_reason": 1}}}
+    doc = lxml_html.fromstring(render_report(manifest, []))
+    rows = [[td.text_content() for td in r.xpath("td")]
+            for r in doc.xpath("//table[@class='rejects']//tr[td]")]
+    assert rows == [["not_200", "40", "4.00%", "indexability gate"],
+                    ["noindex", "30", "3.00%", "indexability gate"],
+                    ["not_canonical", "20", "2.00%", "indexability gate"],
+                    ["redirect", "5", "0.50%", "indexability gate"],
+                    ["off_site", "4", "0.40%", "URL rules"],
+                    ["some_future_reason", "1", "0.10%", "URL rules"]]
