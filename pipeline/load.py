@@ -338,6 +338,8 @@ def load(inventory: str, site_url: str, work_uri: str, *, section_depth: int = 1
             con.execute(sql.load_sql("dedupe_rows"))
             con.unregister("repeated_url_hashes")
             con.execute(sql.load_sql("classified_rows"))
+            not_reciprocal = (int(sql.scalar(con, sql.load_sql("alternates_not_reciprocal")))
+                              if "alternates" in types else 0)
         except duckdb.Error as exc:
             raise InventoryError(
                 f"cannot read the inventory {inventory!r}: {_one_line(exc)}") from exc
@@ -350,6 +352,7 @@ def load(inventory: str, site_url: str, work_uri: str, *, section_depth: int = 1
     rejected = {reason: int(c["rows"]) for reason, c in by_reason.items()}
     input_rows = int(valid_counts["rows"]) + sum(rejected.values())
     issues = {k: int(v) for k, v in valid_counts.items() if k not in ("rows", "lastmod_given")}
+    issues["alternates_not_reciprocal"] = not_reciprocal
     if types.get("lastmod") in _STRING:
         given = valid_counts["lastmod_given"]
         if given and issues["lastmod_invalid"] == given:

@@ -77,6 +77,9 @@ def test_every_extension_validates_and_declares_only_its_namespaces(tmp_path: Pa
     assert c["dropped_fields"]["images_dropped"] == 5
     assert c["dropped_fields"]["videos_dropped"] == 1
     assert c["dropped_fields"]["alternates_without_self"] == 1
+    # en and de name each other; fr's set does not list fr, so it is not written and
+    # counts only as alternates_without_self
+    assert c["dropped_fields"]["alternates_not_reciprocal"] == 0
     assert c["news_articles"] == 1
     by_section = {k.split("/")[1].rsplit("-", 2)[0]: v for k, v in out.namespaces.items()}
     assert by_section == {
@@ -149,3 +152,19 @@ def test_deprecated_tags_are_left_out_and_counted_unless_kept(tmp_path: Path, ke
     for tag in ("image:caption", "image:title", "image:geo_location", "image:license"):
         assert (f"<{tag}>" in xml) == keep, tag
     assert "<image:loc>" in xml and "video:category" not in xml and "Cooking" not in xml
+
+
+def test_non_reciprocal_alternates_are_counted(tmp_path: Path) -> None:
+    def alt(*langs: str) -> list[dict[str, str]]:
+        return [{"hreflang": lang, "href": f"{SITE}intl/{lang}"} for lang in langs]
+
+    rows = [
+        row(f"{SITE}intl/en", alternates=alt("en", "de", "fr")),  # fr does not name en
+        row(f"{SITE}intl/de", alternates=alt("de", "en")),        # reciprocal with en
+        row(f"{SITE}intl/fr", alternates=alt("fr")),              # names nobody
+        row(f"{SITE}intl/es", alternates=alt("es", "it")),        # it is not in the inventory
+        row(f"{SITE}intl/pt", alternates=alt("pt", "de")),        # de does not name pt
+    ]
+    summary, out = publish(tmp_path, rows)
+    assert summary["counts"]["dropped_fields"]["alternates_not_reciprocal"] == 2  # en, pt
+    assert sorted(out.locs) == sorted(r["url"] for r in rows)
