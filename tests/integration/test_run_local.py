@@ -188,7 +188,8 @@ def test_inventory_lastmod_types(tmp_path: Path) -> None:
     assert out.lastmods[f"{SITE}a/3"] == "2026-12-02T00:00:00Z"  # first seen now
     assert summary["counts"]["dropped_fields"] == {
         "lastmod_invalid": 1, "changefreq_invalid": 1, "priority_invalid": 1,
-        "images_dropped": 0, "videos_dropped": 0, "alternates_without_self": 0}
+        "images_dropped": 0, "videos_dropped": 0, "alternates_without_self": 0,
+        "deprecated_tags": 0, "alternates_not_reciprocal": 0}
 
 
 def test_timestamp_column(tmp_path: Path) -> None:
