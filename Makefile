@@ -4,7 +4,7 @@ VENV ?= .venv
 PYTHON ?= python3
 PY := $(VENV)/bin/python
 
-.PHONY: demo test lint bench clean chromium cluster-services
+.PHONY: demo test check lint bench clean chromium cluster-services
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +36,10 @@ $(VENV)/checkov/bin/checkov: $(VENV)/.installed
 
 test: $(VENV)/.installed $(VENV)/checkov/bin/checkov chromium cluster-services
 	$(PY) -m pytest
+
+# The fast part (under a minute): lint, types, the unit and SQL tests. CI runs it first.
+check: lint
+	$(PY) -m pytest -q -p no:cacheprovider tests/unit tests/sql
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check pipeline dags tests bench
