@@ -47,17 +47,19 @@ class InjectedFault(Exception):
 
 @pytest.fixture
 def fail_request() -> Iterator[Any]:
-    """Arms a fault: `arm(n)` makes the n-th S3 request from now on raise; records requests."""
-    state: dict[str, Any] = {"seen": 0, "fail_at": None, "log": []}
+    """Arms a fault: `arm(n)` makes the n-th S3 request from now on raise; records requests
+    (and whether the fault fired) in `arm.state`."""
+    state: dict[str, Any] = {"seen": 0, "fail_at": None, "log": [], "fired": False}
 
     def hook(request: Any, **_: Any) -> None:
         state["seen"] += 1
         state["log"].append((request.method, request.url.split("?")[0]))
         if state["fail_at"] is not None and state["seen"] == state["fail_at"]:
+            state["fired"] = True
             raise InjectedFault(f"injected failure of S3 request {state['seen']}")
 
     def arm(n: int | None) -> None:
-        state["seen"], state["fail_at"], state["log"] = 0, n, []
+        state["seen"], state["fail_at"], state["log"], state["fired"] = 0, n, [], False
 
     storage.CLIENT_HOOKS.append(("before-send.s3", hook))
     arm.state = state  # type: ignore[attr-defined]
@@ -117,53 +119,78 @@ def test_sliced_plan_with_work_files_on_s3(s3_bucket: Any, tmp_path: Path) -> No
     assert again["counts"]["unchanged"] == 300 and again["counts"]["shards_written"] == 0
 
 
-def _check_live_and_converge(inv: str, out: str, urls: int, when: datetime) -> None:
-    """Whatever is live is whole (the root index may lag); the next run converges."""
+def _live(out: str) -> tuple[str, dict[str, Any]]:
+    """The live generation, after checking it is whole: every file it lists is there."""
     import json
 
-    live = storage.open_storage(out)
-    m = json.loads(live.read_bytes("manifest.json"))
+    store = storage.open_storage(out)
+    m = json.loads(store.read_bytes("manifest.json"))
     for s in m["sitemaps"]:
-        assert live.exists(s["key"]), f"live manifest lists missing {s['key']}"
+        assert store.exists(s["key"]), f"live manifest lists missing {s['key']}"
     for i in m["indexes"]:
-        assert live.exists(i["generation_key"])
-    summary = run(opts(inv, out, run_time=when, allow_shrink=True))
-    result = read_output(out, max_urls=50)
-    assert len(result.locs) == urls and summary["counts"]["published"] == urls
-    assert status(out)["root_index_matches"]
+        assert store.exists(i["generation_key"]), i
+    assert store.exists(f"generations/{m['generation']}/manifest.json")
+    return str(m["generation"]), m
+
+
+def _copy_prefix(bucket: Any, src: str, dst: str) -> None:
+    """A server-side copy of every object under `src/` to `dst/` (an output and its state)."""
+    pages = bucket.client.get_paginator("list_objects_v2").paginate(
+        Bucket=bucket.name, Prefix=f"{src}/")
+    for page in pages:
+        for obj in page.get("Contents", []):
+            bucket.client.copy_object(Bucket=bucket.name, Key=f"{dst}/{obj['Key'][len(src) + 1:]}",
+                                      CopySource={"Bucket": bucket.name, "Key": obj["Key"]})
 
 
 def test_fault_at_every_request_of_a_publish(s3_bucket: Any, tmp_path: Path,
                                              fail_request: Any) -> None:
+    """The same transition (inv1 live, then inv2) from the same starting objects each
+    round, with the n-th request failing, for every n of that run: the fault fires on a
+    request of the kind recorded at n, the run fails, and the generation live afterwards is
+    the previous one for every fault up to the commit, the new one after it, whole either
+    way; the next run converges (checked on one fault of each kind)."""
     inv1, inv2 = inventory(tmp_path, 120, "a.parquet"), inventory(tmp_path, 140, "b.parquet", 30)
+    when = T0 + timedelta(hours=1)
     fail_request(None)
-    run(opts(inv1, s3_bucket.url("count")))
-    # Record the requests of a changing run; fail the first request of each kind (each
-    # step: a shard upload, index, manifest, state, commit, root index, robots, gc).
+    run(opts(inv1, s3_bucket.url("base")))
+    base_gen, _ = _live(s3_bucket.url("base"))
+    _copy_prefix(s3_bucket, "base", "count")
     fail_request(None)
-    run(opts(inv2, s3_bucket.url("count"), run_time=T0 + timedelta(hours=1)))
+    run(opts(inv2, s3_bucket.url("count"), run_time=when))
+    log = [request_kind(m, u) for m, u in fail_request.state["log"]]
+    commits = [i for i, k in enumerate(log, start=1) if k == "PUT OUT/manifest.json"]
+    assert len(commits) == 1, log
+    commit = commits[0]
     first_of_kind: dict[str, int] = {}
-    for i, (method, url) in enumerate(fail_request.state["log"], start=1):
-        first_of_kind.setdefault(request_kind(method, url), i)
-    kinds = sorted(first_of_kind.values())
-    assert any("PUT OUT/manifest.json" in k for k in first_of_kind), first_of_kind
-    assert len(kinds) > 8
-    print(f"{len(kinds)} kinds of request: {sorted(first_of_kind)}")
-    # One output throughout: each round publishes the other inventory with a fault at
-    # request n, checks what is live, then converges (the next round starts from there).
-    target = s3_bucket.url("faults")
-    run(opts(inv1, target))
-    current, other = inv1, inv2
-    for round_, n in enumerate(kinds, start=1):
+    for i, kind in enumerate(log, start=1):
+        first_of_kind.setdefault(kind, i)
+    assert len(first_of_kind) > 8 and commit < len(log), log
+    print(f"{len(log)} requests, {len(first_of_kind)} kinds, commit at {commit}")
+    for n in range(1, len(log) + 1):
+        target = f"faults-{n}"
+        _copy_prefix(s3_bucket, "base", target)
         fail_request(n)
-        try:
-            run(opts(other, target, run_time=T0 + timedelta(hours=round_), allow_shrink=True))
-        except InjectedFault:
-            pass
+        with pytest.raises(Exception) as exc:  # noqa: PT011 - whatever wraps the fault
+            run(opts(inv2, s3_bucket.url(target), run_time=when))
+        assert fail_request.state["fired"], f"request {n} was never made"
+        seen = [request_kind(m, u) for m, u in fail_request.state["log"]]
+        assert seen[n - 1].replace(target, "OUT") == log[n - 1], (n, seen[n - 1], log[n - 1])
+        cause: BaseException | None = exc.value
+        while cause is not None and not isinstance(cause, InjectedFault):
+            cause = cause.__cause__ or cause.__context__
+        assert cause is not None, f"request {n}: the run failed of {exc.value!r}, not the fault"
         fail_request(None)
-        _check_live_and_converge(other, target, 140 if other == inv2 else 120,
-                                 T0 + timedelta(hours=round_, minutes=30))
-        current, other = other, current
+        live, manifest = _live(s3_bucket.url(target))
+        if n <= commit:
+            assert live == base_gen, f"a fault at request {n} ({log[n - 1]}) changed the live set"
+        else:
+            assert live != base_gen and manifest["counts"]["published"] == 140, n
+        if n in first_of_kind.values() or n == commit + 1:
+            summary = run(opts(inv2, s3_bucket.url(target), run_time=when + timedelta(hours=1)))
+            result = read_output(s3_bucket.url(target), max_urls=50)
+            assert len(result.locs) == 140 and summary["counts"]["published"] == 140
+            assert status(s3_bucket.url(target))["root_index_matches"]
 
 
 def test_killed_process_leaves_previous_generation(s3_bucket: Any, tmp_path: Path) -> None:
