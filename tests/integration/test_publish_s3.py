@@ -8,7 +8,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -194,30 +193,47 @@ def test_fault_at_every_request_of_a_publish(s3_bucket: Any, tmp_path: Path,
 
 
 def test_killed_process_leaves_previous_generation(s3_bucket: Any, tmp_path: Path) -> None:
+    """`sitemaps run` SIGKILLed just before chosen S3 requests of one transition (from the
+    same starting objects each time): a shard upload, the generation's manifest, the commit
+    (never sent: the previous generation stays live), the request after it (the new one is
+    live) and the last; whole either way, and the next run converges."""
     inv1, inv2 = inventory(tmp_path, 300, "a.parquet"), inventory(tmp_path, 320, "b.parquet", 50)
-    out = s3_bucket.url("killed")
-    run(opts(inv1, out))
+    run(opts(inv1, s3_bucket.url("base"), limits=Limits(max_urls=10)))
+    base_gen, _ = _live(s3_bucket.url("base"))
     # A killed run cannot remove its temp folder: give the runs one the test owns.
     (tmp_path / "tmp").mkdir()
-    env = {**os.environ, "TMPDIR": str(tmp_path / "tmp")}
-    cmd = [sys.executable, "-m", "pipeline.cli", "-q", "run", "--inventory", inv2,
-           "--site-url", SITE, "--out", out, "--max-urls-per-sitemap", "10"]
-    for delay in (0.3, 0.8, 1.5, 2.5):
-        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL, start_new_session=True)
-        time.sleep(delay)
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-        live = status(out)
-        assert live["live"] is not None
-        import json
+    root = Path(__file__).resolve().parents[2]
 
-        store = storage.open_storage(out)
-        m = json.loads(store.read_bytes("manifest.json"))
-        assert all(store.exists(s["key"]) for s in m["sitemaps"])
-    summary = run(RunOptions(inventory=inv2, site_url=SITE, out=out, limits=Limits(max_urls=10)))
-    assert summary["counts"]["published"] == 320
-    read_output(out, max_urls=10)
+    def killed_at(n: int, target: str) -> list[str]:
+        _copy_prefix(s3_bucket, "base", target)
+        log = tmp_path / f"requests-{target}.log"
+        env = {**os.environ, "TMPDIR": str(tmp_path / "tmp"), "SITEMAPS_TEST_KILL_AT": str(n),
+               "SITEMAPS_TEST_REQUEST_LOG": str(log)}
+        proc = subprocess.run(
+            [sys.executable, "-m", "tests.integration.kill_at", "-q", "run", "--inventory", inv2,
+             "--site-url", SITE, "--out", s3_bucket.url(target), "--max-urls-per-sitemap", "10"],
+            cwd=root, env=env, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == (-signal.SIGKILL if n else 0), proc.stderr
+        return [request_kind(*line.split(" ", 1)).replace(target, "OUT")
+                for line in log.read_text().splitlines()]
+
+    log = killed_at(0, "whole")
+    (commit,) = [i for i, k in enumerate(log, start=1) if k == "PUT OUT/manifest.json"]
+    uploads = [i for i, k in enumerate(log, start=1) if k == "PUT OUT/sitemaps/SHARD"]
+    (gen_manifest,) = [i for i, k in enumerate(log, start=1)
+                       if k == "PUT OUT/generations/GEN/manifest.json"]
+    assert len(uploads) > 10 and uploads[-1] < gen_manifest < commit < len(log), log
+    for n in (uploads[0], gen_manifest, commit, commit + 1, len(log)):
+        target = f"killed-{n}"
+        seen = killed_at(n, target)
+        assert len(seen) == n and seen[n - 1] == log[n - 1], (n, seen[-1:], log[n - 1])
+        live, _ = _live(s3_bucket.url(target))
+        assert (live == base_gen) == (n <= commit), (n, log[n - 1], live)
+        summary = run(RunOptions(inventory=inv2, site_url=SITE, out=s3_bucket.url(target),
+                                 limits=Limits(max_urls=10)))
+        assert summary["counts"]["published"] == 320
+        assert len(read_output(s3_bucket.url(target), max_urls=10).locs) == 320
+        assert status(s3_bucket.url(target))["root_index_matches"]
 
 
 def test_two_runs_racing_exactly_one_commits(s3_bucket: Any, tmp_path: Path) -> None:
