@@ -4,10 +4,12 @@ and bad storage settings."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -260,19 +262,40 @@ def test_two_runs_racing_exactly_one_commits(s3_bucket: Any, tmp_path: Path) -> 
 
 
 def test_two_processes_racing(s3_bucket: Any, tmp_path: Path) -> None:
+    """Two `sitemaps run` processes interleaved at a chosen point: A holds just before its
+    commit (a hook on its S3 client) while B runs and commits; then A's conditional write
+    fails: A exits 3 with the documented line, B's generation is live and whole."""
     out = s3_bucket.url("race2")
-    procs = [subprocess.Popen(
-        [sys.executable, "-m", "pipeline.cli", "-q", "run", "--inventory",
-         inventory(tmp_path, 2000, f"p{i}.parquet", i), "--site-url", SITE, "--out", out],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(2)]
-    results = [(p.wait(timeout=120), p.stderr.read()) for p in procs]  # type: ignore[union-attr]
-    codes = sorted(code for code, _ in results)
-    # Either both committed one after the other (no overlap), or exactly one lost cleanly.
-    if codes == [0, 3]:
-        assert any("another generation was published" in err for _, err in results)
-    else:
-        assert codes == [0, 0]
-    read_output(out)
+    root = Path(__file__).resolve().parents[2]
+    hold = tmp_path / "hold"
+    hold.touch()
+
+    def cmd(i: int) -> list[str]:
+        return [sys.executable, "-m", "tests.integration.kill_at", "-q", "run", "--json",
+                "--no-report", "--inventory", inventory(tmp_path, 2000, f"p{i}.parquet", i),
+                "--site-url", SITE, "--out", out]
+
+    a = subprocess.Popen(cmd(0), cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, env={**os.environ, "SITEMAPS_TEST_HOLD_FILE": str(hold),
+                                         "SITEMAPS_TEST_HOLD_URL_SUFFIX": "/race2/manifest.json"})
+    try:
+        deadline = time.monotonic() + 120
+        while not Path(f"{hold}.held").exists():
+            assert a.poll() is None, a.communicate()
+            assert time.monotonic() < deadline, "A never reached its commit"
+            time.sleep(0.1)
+        b = subprocess.run(cmd(1), cwd=root, capture_output=True, text=True, timeout=120)
+        assert b.returncode == 0, b.stderr
+    finally:
+        hold.unlink()
+    stdout, stderr = a.communicate(timeout=120)
+    assert a.returncode == 3, stderr
+    assert stderr.splitlines() == [
+        line for line in stderr.splitlines() if line.startswith("error: another generation was "
+                                                                "published since this run started")]
+    assert len(stderr.splitlines()) == 1 and stdout == ""
+    assert status(out)["live"] == json.loads(b.stdout)["generation"]
+    assert read_output(out).locs and len(read_output(out).locs) == 2000
 
 
 def test_shrink_guard(s3_bucket: Any, tmp_path: Path) -> None:
