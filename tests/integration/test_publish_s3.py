@@ -262,10 +262,11 @@ def test_two_runs_racing_exactly_one_commits(s3_bucket: Any, tmp_path: Path) -> 
 
 
 def test_two_processes_racing(s3_bucket: Any, tmp_path: Path) -> None:
-    """Two `sitemaps run` processes interleaved at a chosen point: A holds just before its
-    commit (a hook on its S3 client) while B runs and commits; then A's conditional write
+    """Two `sitemaps run` processes interleaved at a chosen point: over a live generation,
+    A holds just before its commit (a hook on its S3 client) while B runs and commits; then A's conditional write
     fails: A exits 3 with the documented line, B's generation is live and whole."""
     out = s3_bucket.url("race2")
+    run(RunOptions(inventory=inventory(tmp_path, 2000, "p2.parquet", 2), site_url=SITE, out=out))
     root = Path(__file__).resolve().parents[2]
     hold = tmp_path / "hold"
     hold.touch()
