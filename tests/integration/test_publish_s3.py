@@ -95,6 +95,9 @@ def test_end_to_end_on_s3(s3_bucket: Any, tmp_path: Path) -> None:
     assert "immutable" in shard["CacheControl"]
     index = head(Bucket=s3_bucket.name, Key="sitemaps/sitemap_index.xml")
     assert index["ContentType"] == "application/xml" and "max-age=300" in index["CacheControl"]
+    for key in ("manifest.json", "robots-sitemaps.txt"):  # short-lived, like the root index
+        assert head(Bucket=s3_bucket.name, Key=f"sitemaps/{key}")["CacheControl"] == \
+            storage.CACHE_SHORT, key
     report = status(out)
     assert report["root_index_matches"] and report["published"] == 180
 
@@ -263,8 +266,8 @@ def test_two_runs_racing_exactly_one_commits(s3_bucket: Any, tmp_path: Path) -> 
 
 def test_two_processes_racing(s3_bucket: Any, tmp_path: Path) -> None:
     """Two `sitemaps run` processes interleaved at a chosen point: over a live generation,
-    A holds just before its commit (a hook on its S3 client) while B runs and commits; then A's conditional write
-    fails: A exits 3 with the documented line, B's generation is live and whole."""
+    A holds just before its commit (a hook on its S3 client) while B runs and commits;
+    then A's conditional write fails: A exits 3 with the documented line, B's generation is live and whole."""
     out = s3_bucket.url("race2")
     run(RunOptions(inventory=inventory(tmp_path, 2000, "p2.parquet", 2), site_url=SITE, out=out))
     root = Path(__file__).resolve().parents[2]
@@ -344,6 +347,77 @@ def test_gc_keeps_what_kept_generations_reference(s3_bucket: Any, tmp_path: Path
         m = json.loads(store.read_bytes(f"generations/{gen}/manifest.json"))
         assert all(store.exists(s["key"]) for s in m["sitemaps"])
     assert len({o.key.split("/")[1] for o in store.list("generations/")}) == 2
+
+
+class _Raw:
+    """The body of an answer made up in the test (botocore reads it with `stream()`)."""
+
+    def __init__(self, body: bytes) -> None:
+        self.body = body
+
+    def stream(self, **_: Any) -> Iterator[bytes]:
+        yield self.body
+
+
+def test_transient_errors_are_retried_then_exit_75_and_no_secret_is_logged(
+        s3_bucket: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]) -> None:
+    """503 SlowDown answered (by a hook, instead of sending) to the first tries of the
+    commit and of a shard upload: botocore's retries get through and the run publishes.
+    Answered to every try: exit 75 with one line, the previous generation still live. The
+    secret key appears in no log line, output or written file."""
+    import logging
+
+    from botocore.awsrequest import AWSResponse
+
+    from pipeline.cli import main
+
+    caplog.set_level(logging.DEBUG)
+    out = s3_bucket.url("transient")
+    run(opts(inventory(tmp_path, 60, "a.parquet"), out))
+    gen = status(out)["live"]
+    tries: dict[str, int] = {}
+    fail_tries = {"n": 2}
+    body = b"<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>"
+
+    def slow_down(request: Any, **_: Any) -> AWSResponse | None:
+        path = request.url.split("?")[0]
+        kind = ("commit" if request.method == "PUT" and path.endswith("/transient/manifest.json")
+                else "shard" if request.method == "PUT" and "/sitemaps/" in path else None)
+        if kind is None:
+            return None
+        tries[kind] = tries.get(kind, 0) + 1
+        if tries[kind] <= fail_tries["n"]:
+            return AWSResponse(request.url, 503, {}, _Raw(body))
+        return None
+
+    storage.CLIENT_HOOKS.append(("before-send.s3", slow_down))
+    try:
+        summary = run(opts(inventory(tmp_path, 60, "b.parquet", 5), out,
+                           run_time=T0 + timedelta(hours=1)))
+        assert summary["published"] and status(out)["live"] == summary["generation"] != gen
+        assert tries == {"commit": 3, "shard": tries["shard"]} and tries["shard"] >= 3, tries
+        read_output(out, max_urls=50)
+        gen = summary["generation"]
+
+        tries.clear()
+        fail_tries["n"] = 10**6
+        monkeypatch.setenv("SITEMAPS_S3_ATTEMPTS", "2")
+        code = main(["-q", "run", "--inventory", inventory(tmp_path, 60, "c.parquet", 9),
+                     "--site-url", SITE, "--out", out, "--max-urls-per-sitemap", "50"])
+        err = capsys.readouterr().err
+        assert code == 75, err
+        assert len(err.splitlines()) == 1 and err.startswith("error: ") and \
+            "SlowDown" in err and "retry later" in err, err
+        assert status(out)["live"] == gen
+    finally:
+        storage.CLIENT_HOOKS.remove(("before-send.s3", slow_down))
+    secret = s3_bucket.secret_key
+    assert secret not in repr(storage.s3_settings()) and secret not in str(storage.s3_settings())
+    assert caplog.records and secret not in caplog.text and secret not in err
+    assert secret not in json.dumps(summary)
+    for obj in storage.open_storage(out).list(""):
+        assert secret.encode() not in storage.open_storage(out).read_bytes(obj.key), obj.key
 
 
 def test_gc_aborts_abandoned_multipart_uploads(s3_bucket: Any) -> None:
