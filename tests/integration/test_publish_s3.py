@@ -328,9 +328,11 @@ def pa_empty() -> Any:
 
 def test_gc_keeps_what_kept_generations_reference(s3_bucket: Any, tmp_path: Path) -> None:
     out = s3_bucket.url("gc")
+    gens = []
     for i in range(5):  # five generations, each changing some shards
-        run(opts(inventory(tmp_path, 100, f"g{i}.parquet", i * 10), out, allow_shrink=True,
-                 run_time=T0 + timedelta(hours=i), gc_grace_hours=None))
+        gens.append(run(opts(inventory(tmp_path, 100, f"g{i}.parquet", i * 10), out,
+                             allow_shrink=True, run_time=T0 + timedelta(hours=i),
+                             gc_grace_hours=None))["generation"])
     store = storage.open_storage(out)
     shard_keys = {o.key for o in store.list("sitemaps/")}
     state = storage.join(out, "_state")
@@ -343,10 +345,16 @@ def test_gc_keeps_what_kept_generations_reference(s3_bucket: Any, tmp_path: Path
     read_output(out, max_urls=50)  # the live generation is whole
     import json
 
+    assert sorted(done["kept_generations"]) == gens[3:]  # the newest two: which, not how many
     for gen in done["kept_generations"]:
         m = json.loads(store.read_bytes(f"generations/{gen}/manifest.json"))
         assert all(store.exists(s["key"]) for s in m["sitemaps"])
-    assert len({o.key.split("/")[1] for o in store.list("generations/")}) == 2
+    assert {o.key.split("/")[1] for o in store.list("generations/")} == set(gens[3:])
+    referenced = set()
+    for gen in gens[3:]:
+        m = json.loads(store.read_bytes(f"generations/{gen}/manifest.json"))
+        referenced |= {s["key"] for s in m["sitemaps"]}
+    assert {o.key for o in store.list("sitemaps/")} == referenced  # the others are gone
 
 
 class _Raw:
@@ -460,7 +468,9 @@ def test_gc_keeps_a_week_of_generations_for_the_feed(s3_bucket: Any, tmp_path: P
     for i in range(4):
         run(opts(inventory(tmp_path, 100, f"w{i}.parquet", i * 10), out, allow_shrink=True,
                  run_time=T0 + timedelta(days=3 * i), gc_grace_hours=None))
+    gens = [json.loads(storage.open_storage(out).read_bytes(
+        "manifest.json"))["history"]][0]
     result = gc(out, storage.join(out, "_state"), keep=1, grace_hours=0, dry_run=True,
                 now=T0 + timedelta(days=9, hours=1))
     # keep=1 keeps the live one (day 9); keep_days=7 adds days 6 and 3, not day 0.
-    assert len(result["kept_generations"]) == 3
+    assert sorted(result["kept_generations"]) == sorted(gens)[1:] and len(gens) == 4
