@@ -329,3 +329,20 @@ def test_every_limit_at_n_minus_1_n_and_n_plus_1(tmp_path: Path, limit: str) -> 
         got = [files(Limits(max_urls=1, max_sitemaps_per_index=n), f"i{n}")
                for n in (11, 12, 13)]
         assert got == [(12, 2), (12, 1), (12, 1)]
+
+
+def test_feed_holds_the_newest_10000_changes_and_feed_days_0_writes_none(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    source = inv(tmp_path, "i.parquet", {"url": urls(10_005)})
+    args = ["run", "--site-url", SITE, "--no-report", "--inventory", source]
+    out = tmp_path / "out"
+    assert cli(capsys, *args, "--out", str(out))[0] == 0
+    feed = (out / "feed.atom").read_text()
+    assert feed.count("<entry>") == 10_000
+    robots = (out / "robots-sitemaps.txt").read_text().splitlines()
+    assert robots == [f"Sitemap: {SITE}sitemap_index.xml", f"Sitemap: {SITE}feed.atom"]
+    none = tmp_path / "none"
+    assert cli(capsys, *args, "--out", str(none), "--feed-days", "0")[0] == 0
+    assert not (none / "feed.atom").exists()
+    assert (none / "robots-sitemaps.txt").read_text().splitlines() == [
+        f"Sitemap: {SITE}sitemap_index.xml"]
