@@ -37,9 +37,10 @@ $(VENV)/checkov/bin/checkov: $(VENV)/.installed
 test: $(VENV)/.installed $(VENV)/checkov/bin/checkov chromium cluster-services
 	$(PY) -m pytest
 
-# The fast part (under a minute): lint, types, the unit and SQL tests. CI runs it first.
+# The fast part (about a minute): lint, types, the unit and SQL tests (not the clone of the
+# repository that test_self_contained.py runs: make test does). CI runs it first.
 check: lint
-	$(PY) -m pytest -q -p no:cacheprovider tests/unit tests/sql
+	$(PY) -m pytest -q -p no:cacheprovider -m "not integration" tests/unit tests/sql
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check pipeline dags tests bench
