@@ -4,7 +4,7 @@ VENV ?= .venv
 PYTHON ?= python3
 PY := $(VENV)/bin/python
 
-.PHONY: demo test lint bench clean chromium cluster-services
+.PHONY: demo test check lint bench clean chromium cluster-services
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +36,11 @@ $(VENV)/checkov/bin/checkov: $(VENV)/.installed
 
 test: $(VENV)/.installed $(VENV)/checkov/bin/checkov chromium cluster-services
 	$(PY) -m pytest
+
+# The fast part (about a minute): lint, types, the unit and SQL tests (not the clone of the
+# repository that test_self_contained.py runs: make test does). CI runs it first.
+check: lint
+	$(PY) -m pytest -q -p no:cacheprovider -m "not integration" tests/unit tests/sql
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check pipeline dags plugins tests bench

@@ -524,7 +524,11 @@ class S3Storage(Storage):
             self.client.put_object(Bucket=self.bucket, Key=self._k(key), Body=data,
                                    **cond, **self._put_args(key, cache_control))
         except ClientError as exc:
-            if _error_code(exc) in ("PreconditionFailed", "412", "ConditionalRequestConflict", "409"):
+            code = _error_code(exc)
+            # AWS answers If-Match on a key that is gone with 404 (SeaweedFS with 412): the
+            # object this run read was replaced or removed, a lost race either way.
+            if code in ("PreconditionFailed", "412", "ConditionalRequestConflict", "409") or (
+                    if_match and code in ("NoSuchKey", "404", "NotFound")):
                 raise PublishConflict(
                     f"another generation was published since this run started "
                     f"({self.uri(key)} changed); the other run's generation stays live"

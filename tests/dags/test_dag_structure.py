@@ -171,3 +171,66 @@ def test_a_bad_cron_is_an_import_error(bags: dict[str, dict], config: str, cron:
     assert bag["dags"] == {}
     (error,) = bag["import_errors"].values()
     assert f"site 'www': schedule '{cron}' is not a valid cron expression" in error
+
+
+# Every PipelineError class through the DAG's `step()`, in a subprocess with Airflow.
+STEP_ERRORS = r"""
+import json, os, sys
+sys.path.insert(0, sys.argv[1])
+import sitemaps_dag, sitemaps_sites
+from airflow.sdk.exceptions import AirflowFailException
+from pipeline import errors
+
+def subclasses(cls):
+    return [cls] + [s for c in cls.__subclasses__() for s in subclasses(c)]
+
+(site,) = [s for s in sitemaps_sites.load_sites() if s.name == "shop"]
+result = {}
+for cls in subclasses(errors.TerminalError) + subclasses(errors.TransientError):
+    try:
+        with sitemaps_dag.step(site):
+            raise cls("x")
+    except AirflowFailException:
+        result[cls.__name__] = "fails, no retry"
+    except errors.PipelineError:
+        result[cls.__name__] = "raised (retried)"
+print("STEP:" + json.dumps(result))
+"""
+
+
+def test_every_terminal_error_fails_every_task_without_retries(
+        tmp_path: Path, airflow_db: Path) -> None:
+    """Each TerminalError class, raised inside `step()`, fails the task at once
+    (AirflowFailException: Airflow does not retry it); a TransientError is left to the
+    task's retries. And every task's body runs inside `with step(site):`."""
+    import ast
+
+    env = new_home(tmp_path, airflow_db, TWO_SITES)
+    proc = subprocess.run([sys.executable, "-c", STEP_ERRORS, str(DAGS_FOLDER)],
+                          env=env.env(), cwd=env.home, capture_output=True, text=True,
+                          timeout=180)
+    line = [x for x in proc.stdout.splitlines() if x.startswith("STEP:")]
+    assert proc.returncode == 0 and line, tail(proc.stdout + proc.stderr)
+    result = json.loads(line[0].removeprefix("STEP:"))
+    assert result == {
+        **{name: "fails, no retry" for name in (
+            "TerminalError", "InventoryError", "ConfigError", "StorageError",
+            "PublishConflict", "ShrinkRefused", "TooManyRejects", "LiveStateCorrupt",
+            "InternalError")},
+        "TransientError": "raised (retried)"}
+
+    tree = ast.parse((DAGS_FOLDER / "sitemaps_dag.py").read_text())
+    tasks = [f for f in ast.walk(tree) if isinstance(f, ast.FunctionDef) and any(
+        isinstance(d, ast.Call) and getattr(d.func, "id", None) == "task"
+        or getattr(d, "id", None) == "task" for d in f.decorator_list)]
+    assert sorted(f.name for f in tasks) == sorted(TASKS), [f.name for f in tasks]
+    for f in tasks:
+        calls = [n for n in ast.walk(f) if isinstance(n, ast.Call)
+                 and isinstance(n.func, ast.Attribute)
+                 and getattr(n.func.value, "id", None) == "steps"
+                 and not n.func.attr[0].isupper()]  # steps.RunOptions(...) only holds values
+        guarded = [n for w in ast.walk(f) if isinstance(w, ast.With)
+                   and any(getattr(i.context_expr.func, "id", None) == "step"
+                           for i in w.items if isinstance(i.context_expr, ast.Call))
+                   for n in ast.walk(w)]
+        assert all(c in guarded for c in calls), f"{f.name} calls steps outside step(site)"

@@ -321,7 +321,8 @@ def test_cloudfront_reads_only_the_served_prefix_of_its_distribution(
     assert text(source).endswith(":distribution/${Distribution}")
 
 
-def test_private_state_and_lease_are_never_served(template: dict[str, Any]) -> None:
+def test_private_state_and_lease_are_never_served(template: dict[str, Any],
+                                                  tmp_path: Path) -> None:
     sys.path.insert(0, str(ROOT / "dags"))
     try:
         from sitemaps_sites import SiteConfig
@@ -339,11 +340,24 @@ def test_private_state_and_lease_are_never_served(template: dict[str, Any]) -> N
     prefix = "${SitemapBucket.Arn}/${SitemapsPrefix}/"
     assert prefix + state_folder + "/*" in denied
     assert prefix + LEASE_KEY in denied
-    # The catch-all for private top-level names, and no public name it would hide.
+    # The catch-all for private top-level names, and no public name it would hide: the
+    # names a real run (with its feed and report) writes at the top of its output.
     assert prefix + "_*" in denied
-    assert all(not name.startswith("_") for name in
-               ("sitemap_index.xml", "robots-sitemaps.txt", "manifest.json", "sitemaps/",
-                "generations/"))
+    served = _top_level_names_of_a_run(tmp_path)
+    assert {"sitemap_index.xml", "robots-sitemaps.txt", "manifest.json", "sitemaps",
+            "generations", "feed.atom", "report.html"} <= served, served
+    assert {n for n in served if n.startswith("_")} == {state_folder, LEASE_KEY}, served
+
+
+def _top_level_names_of_a_run(tmp: Path) -> set[str]:
+    from pipeline.run import RunOptions, run
+    from tests.output_check import write_inventory
+
+    inv = write_inventory(tmp / "inv.parquet", {"url": ["https://www.example.com/a"]})
+    run(RunOptions(inventory=str(inv), site_url="https://www.example.com/", out=str(tmp / "out"),
+                   feed_days=7, report=True, lease_seconds=60))
+    # (A local output's lock file, `.lock`, exists only in a folder, never on S3.)
+    return {p.name for p in (tmp / "out").iterdir() if not p.name.startswith(".")}
 
 
 def test_live_manifest_is_only_written_conditionally(template: dict[str, Any]) -> None:

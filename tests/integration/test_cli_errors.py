@@ -167,8 +167,18 @@ def test_demo_writes_what_a_run_writes(tmp_path: Path) -> None:
     assert f"report: {report}" in proc.stdout
     assert f"open the report: {report.as_uri()}" in proc.stdout
     assert f"inventory: {inventory}" in proc.stdout
-    read_output(str(out))
+    result = read_output(str(out))
     assert sitemaps("validate", "--out", str(out)).returncode == 0
+    # What the README says the demo inventory holds: 20 sections of skewed sizes, URLs that
+    # need escaping, non-ASCII paths, a few rows to reject.
+    counts = result.manifest["counts"]
+    sizes: dict[str, int] = {}
+    for s in result.manifest["sitemaps"]:
+        sizes[s["section"]] = sizes.get(s["section"], 0) + s["urls"]
+    assert len(sizes) == 20 and max(sizes.values()) > 5 * min(sizes.values()), sizes
+    assert counts["input_rows"] == 2000 and 0 < counts["rejected_rows"] < 20
+    assert any("%C3%A9" in loc for loc in result.locs)  # é, percent-encoded
+    assert any("&" in loc for loc in result.locs)  # escaped as &amp; in the XML
 
 
 def _on_a_terminal(args: list[str]) -> tuple[int, str]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gzip
+import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -61,6 +63,12 @@ def test_every_extension_validates_and_declares_only_its_namespaces(tmp_path: Pa
              "publication_date": NOW - timedelta(days=9), "family_friendly": True},
             {"thumbnail_loc": None, "title": "no thumb", "description": "x",
              "content_loc": f"{SITE}v2.mp4", "player_loc": None, "duration": None,
+             "publication_date": None, "family_friendly": None},
+            {"thumbnail_loc": f"{SITE}t3.jpg", "title": "player only", "description": "p",
+             "content_loc": None, "player_loc": f"{SITE}player/3", "duration": None,
+             "publication_date": None, "family_friendly": None},
+            {"thumbnail_loc": f"{SITE}t4.jpg", "title": "neither", "description": "n",
+             "content_loc": None, "player_loc": None, "duration": None,
              "publication_date": None, "family_friendly": None}]),
         row(f"{SITE}articles/fresh", news={"publication_name": "The Example", "language": "en",
                                            "publication_date": NOW - timedelta(hours=3),
@@ -75,7 +83,11 @@ def test_every_extension_validates_and_declares_only_its_namespaces(tmp_path: Pa
     summary, out = publish(tmp_path, rows)
     c = summary["counts"]
     assert c["dropped_fields"]["images_dropped"] == 5
-    assert c["dropped_fields"]["videos_dropped"] == 1
+    assert c["dropped_fields"]["videos_dropped"] == 2  # no thumbnail; no content nor player
+    watch = next(k for k in out.files if "watch" in k)
+    xml = gzip.decompress((tmp_path / "out" / watch).read_bytes()).decode()
+    titles = re.findall(r"<video:title>([^<]*)</video:title>", xml)
+    assert titles == ["V", "player only"], titles
     assert c["dropped_fields"]["alternates_without_self"] == 1
     # en and de name each other; fr's set does not list fr, so it is not written and
     # counts only as alternates_without_self

@@ -331,7 +331,7 @@ def test_cli_plan_slice_rows(inventory: Path, tmp_path: Path,
 
     args = ["run", "--inventory", str(inventory), "--site-url", SITE,
             "--max-urls-per-sitemap", "50", "--json", "--no-report", "--feed-days", "0"]
-    assert main([*args, "--out", str(tmp_path / "bad"), "--plan-slice-rows", "0"]) != 0
+    assert main([*args, "--out", str(tmp_path / "bad"), "--plan-slice-rows", "0"]) == 2
     assert "--plan-slice-rows must be at least 1" in capsys.readouterr().err
     assert not (tmp_path / "bad" / "manifest.json").exists()
 

