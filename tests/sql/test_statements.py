@@ -302,15 +302,20 @@ def test_rejected_rows_and_field_issues(con: duckdb.DuckDBPyConnection) -> None:
         "changefreq_invalid": [False, False, True, True],
         "priority_invalid": [False, False, True, False],
         "images_dropped": [3, 9, None, None], "videos_dropped": [None, None, 1, None],
-        "alternates_dropped": [0, 0, 2, 0]}))
+        "alternates_dropped": [0, 0, 2, 0], "deprecated_tags": [4, 7, 1, 0]}))
     assert con.sql(f"SELECT * FROM ({sql.load_sql('rejected_rows').rstrip().rstrip(';')}) "
                    "ORDER BY row_id").fetchall() == [
         (2, "off_site", "  HTTPS://o.org/x ", EARLIER, "weekly", 0.3),
         (4, "empty", "   ", None, None, None)]
-    # Counted over the published rows only: a rejected row's fields are not "dropped".
-    assert sql.first_row(con, sql.load_sql("field_issues")) == {
-        "lastmod_invalid": 1, "changefreq_invalid": 1, "priority_invalid": 1,
-        "images_dropped": 3, "videos_dropped": 1, "alternates_without_self": 2}
+    # Rows per reason (NULL: the published rows); a rejected row's fields are not "dropped",
+    # load reads the dropped fields of the NULL reason only.
+    got = {r[0]: r[1:] for r in con.sql(sql.load_sql("field_issues")).fetchall()}
+    assert got == {
+        # reason: rows, lastmod_given, lastmod_invalid, changefreq_invalid, priority_invalid,
+        # images_dropped, videos_dropped, alternates_without_self, deprecated_tags
+        None: (2, 1, 1, 1, 1, 3, 1, 2, 5),
+        "empty": (1, 0, 0, 1, 0, 0, 0, 0, 0),
+        "off_site": (1, 1, 1, 0, 0, 9, 0, 0, 7)}
 
 
 def test_changed_rows_and_reused_rows(con: duckdb.DuckDBPyConnection) -> None:
