@@ -220,9 +220,13 @@ def test_every_terminal_error_fails_every_task_without_retries(
         "TransientError": "raised (retried)"}
 
     tree = ast.parse((DAGS_FOLDER / "sitemaps_dag.py").read_text())
-    tasks = [f for f in ast.walk(tree) if isinstance(f, ast.FunctionDef) and any(
-        isinstance(d, ast.Call) and getattr(d.func, "id", None) == "task"
-        or getattr(d, "id", None) == "task" for d in f.decorator_list)]
+    def is_task(d: ast.expr) -> bool:  # @task, @task(...), @task.short_circuit(...)
+        f = d.func if isinstance(d, ast.Call) else d
+        return getattr(f, "id", None) == "task" or (
+            isinstance(f, ast.Attribute) and getattr(f.value, "id", None) == "task")
+
+    tasks = [f for f in ast.walk(tree) if isinstance(f, ast.FunctionDef)
+             and any(is_task(d) for d in f.decorator_list)]
     assert sorted(f.name for f in tasks) == sorted(TASKS), [f.name for f in tasks]
     for f in tasks:
         calls = [n for n in ast.walk(f) if isinstance(n, ast.Call)

@@ -341,11 +341,12 @@ def test_private_state_and_lease_are_never_served(template: dict[str, Any],
     assert prefix + state_folder + "/*" in denied
     assert prefix + LEASE_KEY in denied
     # The catch-all for private top-level names, and no public name it would hide: the
-    # names a real run (with its feed and report) writes at the top of its output.
+    # names a real run (with its feed and report, which goes under the state) writes at the top.
     assert prefix + "_*" in denied
     served = _top_level_names_of_a_run(tmp_path)
     assert {"sitemap_index.xml", "robots-sitemaps.txt", "manifest.json", "sitemaps",
-            "generations", "feed.atom", "report.html"} <= served, served
+            "generations", "feed.atom"} <= served, served
+    assert "report.html" not in served  # internal: under the state prefix
     assert {n for n in served if n.startswith("_")} == {state_folder, LEASE_KEY}, served
 
 
