@@ -45,7 +45,7 @@ CHANGES_KEY = "changes.parquet"
 #: The DAG maps the partitions over workers; the CLI runs them one after the other.
 DIFF_PARTITION_ROWS = int(os.environ.get("SITEMAPS_DIFF_PARTITION_ROWS") or 0)
 #: Bytes DuckDB's hash table takes per snapshot row of the diff join (two 64-bit URL hashes,
-#: section, shard, fingerprint, three times; measured: 10M rows spill 7 GB under a 1 GB
+#: section, shard, fingerprint, three timestamps; measured: 10M rows spill 7 GB under a 1 GB
 #: limit, 5M rows fit), with room to spare.
 DIFF_BUILD_ROW_BYTES = 150
 #: At most this many automatic partitions (10M URLs under the default 1 GB make 2; 100M make

@@ -77,11 +77,11 @@ def image_xml(present: set[str], keep_deprecated: bool = False) -> tuple[str, st
     xml = f"coalesce(array_to_string(list_transform({kept}, lambda i: {body}), ''), '')"
     dropped = (f"coalesce(len(images) - len({kept}), 0)")
     return xml, dropped, _deprecated_count(
-        "images", "i", kept, [f for f in DEPRECATED_IMAGE_FIELDS
+        "i", kept, [f for f in DEPRECATED_IMAGE_FIELDS
                               if f in present and f not in written])
 
 
-def _deprecated_count(column: str, var: str, items: str, fields: list[str]) -> str:
+def _deprecated_count(var: str, items: str, fields: list[str]) -> str:
     """How many of `fields` are set over the `items` written: tags left out."""
     if not fields:
         return "0"
@@ -122,7 +122,7 @@ def video_xml(present: set[str], keep_deprecated: bool = False) -> tuple[str, st
     body += " || '</video:video>'"
     xml = f"coalesce(array_to_string(list_transform({valid}, lambda v: {body}), ''), '')"
     return xml, f"coalesce(len(videos) - len({valid}), 0)", _deprecated_count(
-        "videos", "v", valid, [f for f in DEPRECATED_VIDEO_FIELDS if f in present])
+        "v", valid, [f for f in DEPRECATED_VIDEO_FIELDS if f in present])
 
 
 def alternates_xml(present: set[str], keep_deprecated: bool = False) -> tuple[str, str, str]:
