@@ -13,7 +13,17 @@ CREATE OR REPLACE MACRO xml_escape(s) AS
                  '&', '&amp;'), '<', '&lt;'), '>', '&gt;'), '''', '&apos;'), '"', '&quot;')
         ELSE s
     END;
-CREATE OR REPLACE MACRO w3c_time(t) AS strftime(t, '%Y-%m-%dT%H:%M:%SZ');
+-- w3c_time: a time in W3C datetime, UTC. Formatted as a plain TIMESTAMP of the same instant
+-- (the connection's zone is UTC): strftime of a TIMESTAMPTZ goes through ICU's calendar,
+-- twice the cost, on every rendered line.
+CREATE OR REPLACE MACRO w3c_time(t) AS
+    strftime(make_timestamp(epoch_us(t::TIMESTAMPTZ)), '%Y-%m-%dT%H:%M:%SZ');
+-- utc_second: a TIMESTAMPTZ truncated to the second (floor, also before 1970), the value
+-- date_trunc('second', t) gives, by integer arithmetic: date_trunc on a TIMESTAMPTZ goes
+-- through ICU, 1.3 s of CPU per 10M rows.
+CREATE OR REPLACE MACRO utc_second(t) AS
+    to_timestamp((epoch_us(t::TIMESTAMPTZ)
+        - ((epoch_us(t::TIMESTAMPTZ) % 1000000) + 1000000) % 1000000) // 1000000);
 CREATE OR REPLACE MACRO url_line(url, lastmod, changefreq, priority, ext) AS
     '<url><loc>' || xml_escape(url) || '</loc>'
     || coalesce('<lastmod>' || w3c_time(lastmod) || '</lastmod>', '')

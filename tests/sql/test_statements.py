@@ -160,6 +160,26 @@ def test_partitions_cut_both_sides_of_the_diff_by_the_same_hash(
     assert len(one) == 60
 
 
+def test_time_macros_equal_duckdb_builtins(con: duckdb.DuckDBPyConnection) -> None:
+    """utc_second and w3c_time (integer arithmetic, no ICU) give exactly what date_trunc and
+    strftime of a TIMESTAMPTZ give, before 1970 and at the ends of the range too."""
+    con.register("times", pa.table({"t": pa.array([
+        T, T + timedelta(microseconds=999_999),
+        datetime(1969, 12, 31, 23, 59, 59, 500_000, tzinfo=UTC),
+        datetime(1, 1, 1, 0, 0, 0, 700_000, tzinfo=UTC),
+        datetime(9999, 12, 31, 23, 59, 59, 999_999, tzinfo=UTC),
+        datetime(2024, 2, 29, 12, 0, 0, 1, tzinfo=UTC), None], type=pa.timestamp("us", tz="UTC"))}))
+    rows = con.sql("SELECT utc_second(t), date_trunc('second', t), hash(utc_second(t)), "
+                   "hash(date_trunc('second', t)), w3c_time(t), strftime(t, '%Y-%m-%dT%H:%M:%SZ') "
+                   "FROM times").fetchall()
+    assert len(rows) == 7
+    for ours_t, duck_t, ours_h, duck_h, ours_s, duck_s in rows:
+        assert (ours_t, ours_h, ours_s) == (duck_t, duck_h, duck_s)
+    assert rows[2][0] == datetime(1969, 12, 31, 23, 59, 59, tzinfo=UTC)  # floor, not toward 0
+    assert rows[1][4] == "2026-12-02T03:00:00Z"
+    assert con.sql("SELECT w3c_time(NULL), utc_second(NULL)").fetchall() == [(None, None)]
+
+
 def test_url_line_escapes_and_formats(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(sql.load_sql("url_line"))
     got = con.sql("SELECT url_line($u, $t, 'daily', 0.5, ''), url_line('https://e.com/b', NULL, "
