@@ -20,7 +20,7 @@ from pipeline import sql, storage
 from pipeline.diff import SNAPSHOT_COLUMNS
 from pipeline.load import local_output, register_parquet
 from pipeline.parquet import open_parquet
-from pipeline.plan import Shard
+from pipeline.plan import Shard, register_assigned
 
 #: The snapshot's columns and types.
 SNAPSHOT_SCHEMA = pa.schema([
@@ -56,8 +56,7 @@ def write_snapshot(store: storage.Storage, key: str, *, planned_uris: Sequence[s
             con = sql.connect()
             register_parquet(con, "diffed", list(diffed_uris))
             register_parquet(con, "shard_bounds", [bounds_uri])
-            con.sql(sql.load_sql("assigned_rows"), params={"format": output_format}).create_view(
-                "assigned")
+            register_assigned(con, output_format)
             con.register("reused_shards", pa.table({
                 "section": pa.array([s.section for s in reused], pa.string()),
                 "shard": pa.array([s.shard for s in reused], pa.int32())}))

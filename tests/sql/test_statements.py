@@ -9,7 +9,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from pipeline import load, sql
+from pipeline import load, plan, sql
 
 T = datetime(2026, 12, 2, 3, 0, 0, tzinfo=UTC)
 EARLIER = datetime(2026, 11, 1, tzinfo=UTC)
@@ -215,7 +215,8 @@ def test_assigned_rows_and_group_stats(con: duckdb.DuckDBPyConnection) -> None:
         "url": ["a/1", "a/5", "a/0", "a/7", "b/1"], "section": ["a", "a", "a", "a", "b"],
         "lastmod": pa.array([T] * 5, pa.timestamp("us", tz="UTC")),
         "changefreq": [None] * 5, "priority": pa.array([None] * 5, pa.float64()),
-        "ext": ["", "", "", "<xhtml:link rel=\"alternate\" hreflang=\"x\" href=\"a/7\"/>", ""],
+        "ext": ["", "", "", "<xhtml:link rel=\"alternate\" hreflang=\"x\" href=\"a/7\"/>",
+                "<image:image><image:loc>i</image:loc></image:image><news:news></news:news>"],
         "fingerprint": ["f"] * 5, "first_seen": pa.array([T] * 5, pa.timestamp("us", tz="UTC")),
         "last_changed": pa.array([T] * 5, pa.timestamp("us", tz="UTC")),
         "status": ["unchanged", "unchanged", "added", "added", "added"],
@@ -223,15 +224,15 @@ def test_assigned_rows_and_group_stats(con: duckdb.DuckDBPyConnection) -> None:
     con.register("shard_bounds", pa.table({
         "section": ["a", "a"], "shard": pa.array([0, 3], pa.int32()), "lower": ["a/1", "a/5"],
         "upper": ["a/4", "a/6"], "urls": [1, 1]}))
-    con.sql(sql.load_sql("assigned_rows"), params={"format": "xml"}).create_view("assigned")
+    plan.register_assigned(con, "xml")
     got = con.sql("SELECT url, base_shard, ns, changed, line_bytes = strlen(url_line(url, "
                   "lastmod, changefreq, priority, ext)) FROM assigned ORDER BY url").fetchall()
     assert got == [("a/0", 0, 0, True, True), ("a/1", 0, 0, False, True),
                    ("a/5", 3, 0, False, True), ("a/7", 3, 8, True, True),
-                   ("b/1", None, 0, True, True)]
+                   ("b/1", None, 5, True, True)]
     stats = con.sql(sql.load_sql("group_stats")).fetchall()
     assert [(r[0], r[1], r[2], r[7], r[8]) for r in stats] == [
-        ("a", 0, 2, 0, 1), ("a", 3, 2, 8, 1), ("b", None, 1, 0, 1)]
+        ("a", 0, 2, 0, 1), ("a", 3, 2, 8, 1), ("b", None, 1, 5, 1)]
     hashes = dict(con.sql("SELECT url, row_hash FROM assigned").fetchall())
     assert stats[0][5] == hashes["a/0"] ^ hashes["a/1"]
 
