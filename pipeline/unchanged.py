@@ -1,0 +1,98 @@
+"""An unchanged run: the same inventory rows and options as the live generation's.
+
+Such a run would publish the very files that are live, so it stops after begin: no load,
+diff, plan, render or publish, no new generation (the common nightly case of an inventory
+that did not change costs a scan of it instead of a build).
+
+The input's identity (`input_identity` in the manifest) is a digest of:
+- the inventory's rows: their count and two sums of 64-bit hashes of whole rows. A sum,
+  not an order: the same rows in another order or another file layout are the same input;
+  a sum, not an XOR: two equal rows added do not cancel out;
+- the options that shape the output (site and public URL, limits, section depth,
+  deprecated tags, format, the reject guard) and the renderer's version.
+
+A run is unchanged only when nothing live depends on the clock as well: no news (an
+article leaves the news sitemaps two days after its publication, and one dated ahead
+comes in later) and no lastmod clamped to the run's time (a future lastmod that comes
+true later). `--force` never skips.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Sequence
+from importlib import metadata
+from typing import Any
+
+import duckdb
+
+from pipeline import sql
+from pipeline.sitemap_xml import FORMAT_VERSION
+
+log = logging.getLogger(__name__)
+
+#: The manifest's key for the identity of the input that made the generation.
+IDENTITY_KEY = "input_identity"
+
+
+def _version() -> str:
+    try:
+        return metadata.version("sitemap-pipeline")
+    except metadata.PackageNotFoundError:  # pragma: no cover - run from a source tree
+        return "source"
+
+
+def row_sums(files: Sequence[str]) -> tuple[int, int, int, list[str]] | None:
+    """(rows, sum of hash(row), sum of hash('#', row), column names) of the inventory
+    files; None when DuckDB cannot read them as they are (invalid UTF-8: the load cleans
+    a copy)."""
+    from pipeline.load import register_parquet
+
+    con = sql.connect()
+    try:
+        register_parquet(con, "inventory_rows", list(files))
+        # hash(t): the whole row as one struct value, Hive partition columns included.
+        columns = con.sql("SELECT * FROM inventory_rows LIMIT 0").columns
+        rows, first, second = sql.first_row(
+            con, "SELECT count(*) AS n, coalesce(sum(hash(t)::HUGEINT), 0) AS a, "
+                 "coalesce(sum(hash('#', t)::HUGEINT), 0) AS b FROM inventory_rows t").values()
+    except duckdb.Error as exc:
+        log.info("begin: the inventory's identity cannot be taken (%s); the run goes on",
+                 " ".join(str(exc).split())[:200])
+        return None
+    finally:
+        con.close()
+    return int(rows), int(first), int(second), list(columns)
+
+
+def input_identity(files: Sequence[str], options: dict[str, Any]) -> str | None:
+    """The digest of the inventory's rows and the options. None when the rows are
+    unreadable as they are, or when the output depends on the clock whatever the rows:
+    an inventory with news (an article dated ahead comes into the news sitemaps later)."""
+    sums = row_sums(files)
+    if sums is None or "news" in sums[3]:
+        return None
+    payload = {"rows": list(sums), "options": options, "format": FORMAT_VERSION,
+               "version": _version()}
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()
+                          ).hexdigest()[:32]
+
+
+def why_not_skipped(live: dict[str, Any] | None, identity: str | None, *, force: bool,
+                    missing_files: int) -> str | None:
+    """Why this run must do the work; None when it can stop (the input is unchanged)."""
+    if force:
+        return "--force"
+    if live is None:
+        return "no live generation"
+    if identity is None:
+        return "the inventory has news, or its rows need cleaning"
+    if live.get(IDENTITY_KEY) != identity:
+        return "the inventory or the options changed"
+    if missing_files:
+        return f"{missing_files} live file(s) are missing"
+    if (live.get("counts") or {}).get("lastmod_clamped"):
+        return "future lastmods were clamped to the last run's time"
+    return None
