@@ -79,7 +79,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         target = Path(args.save).absolute()
         target.write_bytes(storage.open_storage(root).read_bytes(key))
         print(f"open the report: {target.as_uri()}")
-    elif not storage.is_s3(uri):
+    elif storage.open_storage(uri.rpartition("/")[0]).local_dir is not None:
         print(f"open the report: {Path(uri).as_uri()}")
     return 0
 

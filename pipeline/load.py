@@ -116,7 +116,7 @@ def _list_s3(inventory: str) -> list[str]:
     bucket, _, key = inventory.removeprefix("s3://").partition("/")
     wildcard = next((i for i, c in enumerate(key) if c in "*?["), None)
     base = key[:wildcard].rsplit("/", 1)[0] if wildcard is not None else key
-    store = storage.S3Storage(f"s3://{bucket}")
+    store = storage.open_storage(f"s3://{bucket}")
     candidates = [o.key for o in store.list(base)]
     if wildcard is not None:
         files = [k for k in candidates if fnmatch.fnmatchcase(k, key)]

@@ -18,10 +18,7 @@ import http.client
 import itertools
 import json
 import logging
-import os
 import re
-import stat
-import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -121,45 +118,6 @@ def merged_robots(existing: bytes | None, sitemap_urls: Iterable[str], out_publi
     return b"".join(lines)
 
 
-def _split_uri(uri: str) -> tuple[storage.Storage, str]:
-    """The storage of a file's folder and the file's name (local path or s3:// URI)."""
-    parent, _, name = uri.rpartition("/")
-    if not name:
-        raise ConfigError(f"{uri!r} names a folder; give the file, e.g. .../robots.txt")
-    if storage.is_s3(uri) and parent == "s3:/":
-        raise ConfigError(f"{uri!r} has no object key; give s3://bucket/robots.txt")
-    return storage.open_storage(parent or "."), name
-
-
-def _write_robots(store: storage.Storage, key: str, data: bytes, etag: str | None) -> None:
-    """Replace the file in one step, keeping a local file's mode and an S3 object's caching."""
-    if isinstance(store, storage.LocalStorage):
-        target = store.path / key
-        target.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            mode = stat.S_IMODE(target.stat().st_mode)
-        except FileNotFoundError:
-            mode = 0o644  # readable by the web server, like a robots.txt put there by hand
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-robots-", dir=target.parent)
-        try:
-            os.fchmod(fd, mode)
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, target)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
-        return
-    cache = storage.CACHE_SHORT
-    if etag is not None and isinstance(store, storage.S3Storage):
-        cache = store.head(key).get("CacheControl") or cache
-    # Conditional: a robots.txt edited meanwhile is not overwritten (PublishConflict).
-    store.put_if(key, data, if_match=etag, cache_control=cache)
-
-
 def merge_robots(robots_uri: str, sitemap_urls: list[str], out_public_prefix: str, *,
                  owned_names: re.Pattern[str] | None = None) -> bool:
     """Merge `sitemap_urls` into the robots.txt at `robots_uri`; True when it changed.
@@ -167,13 +125,13 @@ def merge_robots(robots_uri: str, sitemap_urls: list[str], out_public_prefix: st
     See `merged_robots` for the rules. A robots.txt that does not exist is
     created with only those lines; one that already has them is not written.
     """
-    store, key = _split_uri(robots_uri)
+    store, key = storage.open_file(robots_uri)
     current, etag = store.read_with_etag(key)
     new = merged_robots(current, sitemap_urls, out_public_prefix, owned_names)
     if new == current or (current is None and not new):
         log.info("notify: %s already lists this output's sitemaps", robots_uri)
         return False
-    _write_robots(store, key, new, etag)
+    store.rewrite(key, new, etag=etag, cache_control=storage.CACHE_SHORT)
     log.info("notify: %s %s with %d Sitemap line(s) for %s", robots_uri,
              "created" if current is None else "updated", len(sitemap_urls), out_public_prefix)
     return True
@@ -217,7 +175,7 @@ def _generation_manifest(out: storage.Storage, live: dict[str, Any], gen: str
 
 
 def _exists(uri: str) -> bool:
-    store, key = _split_uri(uri)
+    store, key = storage.open_file(uri)
     return store.exists(key)
 
 

@@ -503,12 +503,12 @@ def finish(ctx: dict[str, Any]) -> None:
 
         lease.release(ctx["out"], ctx["lease_owner"])
     work = _work(ctx)
-    if ctx.get("own_work") and isinstance(work, storage.LocalStorage):
+    if ctx.get("own_work") and work.local_dir is not None:
         import shutil
 
         from pipeline.gc import release_work_folder
 
-        shutil.rmtree(work.path, ignore_errors=True)
-        release_work_folder(str(work.path))
+        shutil.rmtree(work.local_dir, ignore_errors=True)
+        release_work_folder(str(work.local_dir))
     else:
         work.delete([o.key for o in work.list("")])

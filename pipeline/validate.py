@@ -220,7 +220,7 @@ def _check_sitemap(out: storage.Storage, v: Validation, entry: dict[str, Any], p
                   f"{entry.get('sha256')}")
     if len(gz) != entry.get("gzip_bytes"):
         v.problem(f"{key}: {len(gz):,} gzipped bytes, the manifest says {entry.get('gzip_bytes')}")
-    if isinstance(out, storage.S3Storage) and out.head(key).get("ContentEncoding"):
+    if out.headers(key).content_encoding:
         v.problem(f"{key}: stored with Content-Encoding (clients would unzip it silently)")
     try:
         raw = gzip.decompress(gz)
