@@ -300,8 +300,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     code = cmd_run(run_args)
     if not args.json:
         print(f"inventory: {inventory}")
+        from pipeline.notify.report import report_key
         from pipeline.publish import read_live
-        from pipeline.report import report_key
 
         live = read_live(str(out)).generation
         report = out / "_state" / report_key(live) if live else None

@@ -69,7 +69,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from pipeline import storage
-    from pipeline.report import write_generation_report
+    from pipeline.notify.report import write_generation_report
 
     uri = write_generation_report(args.out, args.generation, state_uri=args.state,
                                   report_to=args.report_to)
