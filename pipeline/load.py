@@ -30,6 +30,7 @@ import pyarrow as pa
 from pipeline import sql, storage
 from pipeline.errors import InventoryError
 from pipeline.extensions import extension_columns
+from pipeline.layout import DUPLICATES_KEY, NORMALIZED_KEY, REJECTS_KEY
 from pipeline.limits import (
     CHANGEFREQ_VALUES,
     EARLIEST_LASTMOD,
@@ -41,9 +42,6 @@ from pipeline.urls import CLEAN_URL_REGEX, IRI_PATH_REGEX, Site, check_url
 
 log = logging.getLogger(__name__)
 
-NORMALIZED_KEY = "normalized.parquet"
-DUPLICATES_KEY = "duplicates.parquet"
-REJECTS_KEY = "rejects.parquet"
 
 _STRING = ("VARCHAR",)
 _TIMESTAMPS = ("TIMESTAMP", "TIMESTAMP_S", "TIMESTAMP_MS", "TIMESTAMP_NS", "DATE")

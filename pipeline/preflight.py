@@ -11,16 +11,12 @@ import logging
 
 from pipeline import storage
 from pipeline.errors import StorageError
+from pipeline.layout import WRITE_CHECK_KEY
 from pipeline.storage.s3_errors import NO_CREDENTIALS, MissingCredentials
 
 __all__ = ["NO_CREDENTIALS", "check_run", "check_s3_credentials", "check_writable"]
 
 log = logging.getLogger(__name__)
-
-#: The object written and deleted at the root of `--out` to prove it is writable
-#: (a dot name: local listings skip it, and it lives for one request).
-WRITE_CHECK_KEY = ".sitemaps-write-check"
-
 
 def check_s3_credentials(uri: str) -> None:
     """Fails when the storage of `uri` needs credentials and none reach it."""

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline import storage
+from pipeline.layout import LIVE_MANIFEST_KEY, ROBOTS_KEY
 from pipeline.limits import (
     MAX_BYTES_PER_SITEMAP,
     MAX_IMAGES_PER_URL,
@@ -27,7 +28,6 @@ from pipeline.limits import (
     MAX_URLS_PER_NEWS_SITEMAP,
     MAX_URLS_PER_SITEMAP,
 )
-from pipeline.publish import LIVE_MANIFEST_KEY, ROBOTS_KEY
 
 log = logging.getLogger(__name__)
 

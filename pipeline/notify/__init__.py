@@ -7,6 +7,7 @@
 - `step`: `notify_step`, which runs after publish (CLI and DAG alike) and returns small counts.
 """
 
+from pipeline.layout import FEED_KEY
 from pipeline.notify.feed import (
     ATOM_NS,
     DEFAULT_FEED_DAYS,
@@ -34,7 +35,6 @@ from pipeline.notify.robots import (
     robots_for_output,
 )
 from pipeline.notify.step import notify_step
-from pipeline.publish import FEED_KEY
 
 __all__ = [
     "ATOM_NS", "DEFAULT_FEED_DAYS", "DEFAULT_FEED_ENTRIES", "FEED_KEY", "INDEXNOW_ENDPOINT",

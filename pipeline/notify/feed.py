@@ -4,7 +4,6 @@ feed as a sitemap, so robots-sitemaps.txt lists it too."""
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
@@ -14,7 +13,8 @@ from xml.sax.saxutils import escape, quoteattr
 
 from pipeline import sql, storage
 from pipeline.errors import ConfigError
-from pipeline.publish import FEED_KEY, GENERATIONS_FOLDER, public_join, read_live, state_files
+from pipeline.layout import FEED_KEY, GENERATION_MANIFEST, default_state, generation_key, state_file_key
+from pipeline.publish import public_join, read_live, state_files
 
 log = logging.getLogger(__name__)
 
@@ -33,8 +33,7 @@ def _generation_manifest(out: storage.Storage, live: dict[str, Any], gen: str
                          ) -> dict[str, Any] | None:
     if gen == live["generation"]:
         return live
-    raw = out.read_bytes_or_none(f"{GENERATIONS_FOLDER}/{gen}/manifest.json")
-    return json.loads(raw) if raw else None
+    return out.read_json_or_none(generation_key(gen, GENERATION_MANIFEST))
 
 
 def _exists(uri: str) -> bool:
@@ -64,9 +63,9 @@ def recent_generations(out_uri: str, live: dict[str, Any], *, days: float, now: 
             break  # the history is newest first; nightly runs: days=7 covers 7 of them
         if created > now:
             continue
-        changes = (storage.join(state_uri, GENERATIONS_FOLDER, gen, "changes.parquet")
+        changes = (storage.join(state_uri, state_file_key(gen, "changes"))
                    if state_uri else (m.get("state") or {}).get("changes")
-                   or state_files(storage.join(out_uri, "_state"), gen)["changes"])
+                   or state_files(default_state(out_uri), gen)["changes"])
         if not changes or not _exists(changes):
             log.warning("notify: the changes of generation %s are gone (%s); the feed leaves "
                         "them out", gen, changes or "not recorded")

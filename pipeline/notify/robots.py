@@ -10,12 +10,13 @@ from typing import Any
 
 from pipeline import storage
 from pipeline.errors import ConfigError
-from pipeline.publish import FEED_KEY, public_join, read_live
+from pipeline.layout import FEED_KEY, ROOT_INDEX_PATTERN
+from pipeline.publish import public_join, read_live
 
 log = logging.getLogger(__name__)
 
 #: The names this output writes at its root that robots.txt may list.
-OWNED_NAMES = re.compile(r"sitemap_index(-[0-9]+)?\.xml|" + re.escape(FEED_KEY))
+OWNED_NAMES = re.compile(ROOT_INDEX_PATTERN + "|" + re.escape(FEED_KEY))
 #: A robots.txt `Sitemap:` line (directive names are case-insensitive, RFC 9309).
 _SITEMAP_LINE = re.compile(rb"^(?:\xef\xbb\xbf)?[ \t]*sitemap[ \t]*:[ \t]*([^\s#]+)", re.IGNORECASE)
 

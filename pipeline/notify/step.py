@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import Any
 from urllib.parse import urlsplit
 
 from pipeline import storage
 from pipeline.errors import ConfigError
+from pipeline.layout import FEED_KEY, GENERATION_MANIFEST, generation_key
 from pipeline.notify import report as run_report
 from pipeline.notify.feed import DEFAULT_FEED_DAYS, write_feed
 from pipeline.notify.indexnow import (
@@ -17,7 +17,7 @@ from pipeline.notify.indexnow import (
     publish_indexnow_key,
     submit_indexnow,
 )
-from pipeline.publish import FEED_KEY, GENERATIONS_FOLDER, read_live, repair_root, state_files
+from pipeline.publish import read_live, repair_root, state_files
 
 log = logging.getLogger(__name__)
 
@@ -64,8 +64,7 @@ def notify_step(ctx: dict[str, Any], summary: dict[str, Any], *,
 
     if not indexnow_key:
         return result
-    raw = out.read_bytes_or_none(f"{GENERATIONS_FOLDER}/{summary['generation']}/manifest.json")
-    manifest = json.loads(raw) if raw else {}
+    manifest = out.read_json_or_none(generation_key(summary["generation"], GENERATION_MANIFEST)) or {}
     changes = (manifest.get("state") or {}).get("changes") or (
         state_files(ctx["state"], summary["generation"])["changes"] if manifest else None)
     if not manifest.get("previous") and not indexnow_first_generation:

@@ -18,14 +18,13 @@ from pipeline.storage.base import (
     CACHE_IMMUTABLE,
     CACHE_SHORT,
     CONTENT_TYPES,
-    PROBE_KEY,
     ObjectInfo,
     Storage,
     StoredHeaders,
     content_type_for,
     join,
 )
-from pipeline.storage.local import TEMP_PREFIX, LocalStorage, atomic_write
+from pipeline.storage.local import LocalStorage, atomic_write
 from pipeline.storage.s3 import (
     CLIENT_HOOKS,
     S3_PART_SIZE,
@@ -44,8 +43,8 @@ BACKENDS: dict[str, type[Storage]] = {
 }
 
 __all__ = [
-    "BACKENDS", "CACHE_IMMUTABLE", "CACHE_SHORT", "CLIENT_HOOKS", "CONTENT_TYPES", "PROBE_KEY",
-    "S3_PART_SIZE", "TEMP_PREFIX", "LocalStorage", "MissingCredentials", "ObjectInfo",
+    "BACKENDS", "CACHE_IMMUTABLE", "CACHE_SHORT", "CLIENT_HOOKS", "CONTENT_TYPES",
+    "S3_PART_SIZE", "LocalStorage", "MissingCredentials", "ObjectInfo",
     "S3Settings", "S3Storage", "Storage", "StoredHeaders", "atomic_write", "configure_s3",
     "content_type_for", "is_s3", "join", "open_file", "open_storage", "s3_client",
     "s3_filesystem", "s3_settings", "translate_s3_error",

@@ -35,8 +35,6 @@ CONTENT_TYPES = {
 CACHE_IMMUTABLE = "public, max-age=31536000, immutable"
 #: The root index, robots lines and live manifest change with each generation.
 CACHE_SHORT = "public, max-age=300"
-#: The object the conditional-write probe writes and deletes (at the output root).
-PROBE_KEY = "_conditional_write_probe.json"
 
 
 def content_type_for(key: str) -> str:

@@ -16,12 +16,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from pipeline.errors import PublishConflict
+from pipeline.layout import LOCK_NAME, TEMP_PREFIX
 from pipeline.storage.base import ObjectInfo, Storage
-
-#: Prefix of a local write's temporary file (beside its target, so os.replace is atomic).
-TEMP_PREFIX = ".tmp-"
-#: The lock file that makes a conditional write one step between local runs.
-LOCK_NAME = ".lock"
 
 _UMASK = os.umask(0)
 os.umask(_UMASK)

@@ -23,7 +23,8 @@ from urllib.parse import urlparse
 import smart_open
 
 from pipeline.errors import ConfigError, PublishConflict
-from pipeline.storage.base import PROBE_KEY, ObjectInfo, Storage, StoredHeaders, content_type_for
+from pipeline.layout import PROBE_KEY
+from pipeline.storage.base import ObjectInfo, Storage, StoredHeaders, content_type_for
 from pipeline.storage.s3_errors import (
     NO_CREDENTIALS,
     MissingCredentials,
