@@ -42,6 +42,7 @@ from pipeline.layout import (
     generation_key,
 )
 from pipeline.publish import read_live, utcnow
+from pipeline.w3c import parse_w3c
 
 log = logging.getLogger(__name__)
 
@@ -67,10 +68,6 @@ def referenced_keys(out: storage.Storage, generations: list[str]) -> set[str]:
         keys.update(s["key"] for s in m["sitemaps"])
         keys.update(i["generation_key"] for i in m["indexes"])
     return keys
-
-
-def _time(text: str) -> datetime:
-    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
 
 
 @dataclass
@@ -108,7 +105,7 @@ def decide(out_uri: str, state_uri: str, *, keep: int = DEFAULT_KEEP,
     # Grace counts from retirement: a generation live until a moment ago keeps all its files.
     retired = live.manifest.get("retired") or {}
     in_grace = [g for g in history if g not in kept and g in retired
-                and _time(retired[g]) > cutoff]
+                and parse_w3c(retired[g]) > cutoff]
     needed = referenced_keys(out, kept + in_grace)
     # The live manifest itself must never lose what it lists, whatever the history says.
     needed.update(live_keys(live.manifest))

@@ -63,6 +63,7 @@ from pipeline.limits import MAX_URLS_PER_NEWS_SITEMAP
 from pipeline.load import register_parquet, write_parquet
 from pipeline.parquet import read_table
 from pipeline.sitemap_xml import FORMAT_VERSION, URLSET_FOOTER, urlset_header
+from pipeline.w3c import format_w3c
 
 log = logging.getLogger(__name__)
 
@@ -658,4 +659,4 @@ def load_shards(shards_uri: str) -> list[Shard]:
 
 
 def _w3c(value: datetime | None) -> str | None:
-    return value.strftime("%Y-%m-%dT%H:%M:%SZ") if value is not None else None
+    return format_w3c(value) if value is not None else None

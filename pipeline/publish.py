@@ -46,6 +46,7 @@ from pipeline.layout import (
 from pipeline.render import RenderedFile
 from pipeline.sitemap_xml import sitemap_index
 from pipeline.urls import Site
+from pipeline.w3c import format_w3c
 
 log = logging.getLogger(__name__)
 
@@ -242,7 +243,7 @@ def publish(out_uri: str, *, rendered: list[RenderedFile], live: LiveState, site
                         "url": public_join(public_url, index_name(n)), "sitemaps": len(chunk),
                         "bytes": len(body)})
     history = [generation] + list((live.manifest or {}).get("history", []))[:50]
-    committed = utcnow().strftime("%Y-%m-%dT%H:%M:%SZ")
+    committed = format_w3c(utcnow())
     # When each earlier generation stopped being live: GC's grace period counts from it.
     retired = {g: t for g, t in (live.manifest or {}).get("retired", {}).items() if g in history}
     if live.generation:
@@ -252,7 +253,7 @@ def publish(out_uri: str, *, rendered: list[RenderedFile], live: LiveState, site
         "generation": generation,
         "previous": live.generation,
         "history": history,
-        "created": created.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "created": format_w3c(created.astimezone(UTC)),
         "site_url": site.prefix,
         "public_url": public_url,
         "indexes": indexes,

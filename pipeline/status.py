@@ -35,6 +35,7 @@ from pipeline.publish import (
     snapshot_uri,
     utcnow,
 )
+from pipeline.w3c import format_w3c, parse_w3c
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +81,7 @@ def status(out_uri: str, deep: bool = False) -> dict[str, Any]:
 
 
 def _age_hours(created: str) -> float:
-    t = datetime.strptime(created, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    t = parse_w3c(created)
     return round((datetime.now(UTC) - t).total_seconds() / 3600, 2)
 
 
@@ -253,7 +254,7 @@ def rollback(out_uri: str, state_uri: str | None = None, to: str | None = None
     if target is None:
         raise ConfigError(f"cannot roll back to generation {to}: {problem}; generation "
                           f"{current['generation']} stays live")
-    committed = utcnow().strftime("%Y-%m-%dT%H:%M:%SZ")
+    committed = format_w3c(utcnow())
     new_history = [to] + [g for g in history if g != to][:50]
     retired = {g: t for g, t in (current.get("retired") or {}).items()
                if g in new_history and g != to}

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline import storage
+from pipeline.extensions import NAMESPACES
 from pipeline.layout import LIVE_MANIFEST_KEY, ROBOTS_KEY
 from pipeline.limits import (
     MAX_BYTES_PER_SITEMAP,
@@ -28,6 +29,7 @@ from pipeline.limits import (
     MAX_URLS_PER_NEWS_SITEMAP,
     MAX_URLS_PER_SITEMAP,
 )
+from pipeline.sitemap_xml import SITEMAP_NS
 
 log = logging.getLogger(__name__)
 
@@ -36,10 +38,8 @@ SCHEMAS = Path(__file__).resolve().parent / "schemas"
 #: `sitemap.xsd` for a plain <urlset>; `all.xsd` (imports the extensions) when it uses any;
 #: `siteindex.xsd` for a <sitemapindex>.
 SITEMAP_XSD, ALL_XSD, INDEX_XSD = "sitemap.xsd", "all.xsd", "siteindex.xsd"
-SM = "http://www.sitemaps.org/schemas/sitemap/0.9"
-XHTML = "http://www.w3.org/1999/xhtml"
-IMAGE = "http://www.google.com/schemas/sitemap-image/1.1"
-NEWS = "http://www.google.com/schemas/sitemap-news/0.9"
+SM = SITEMAP_NS
+XHTML, IMAGE, NEWS = NAMESPACES["xhtml"], NAMESPACES["image"], NAMESPACES["news"]
 #: Problems listed before validation stops (a broken output would list thousands).
 DEFAULT_MAX_PROBLEMS = 20
 

@@ -15,6 +15,7 @@ from pipeline import sql, storage
 from pipeline.errors import ConfigError
 from pipeline.layout import FEED_KEY, GENERATION_MANIFEST, default_state, generation_key, state_file_key
 from pipeline.publish import public_join, read_live, state_files
+from pipeline.w3c import parse_w3c
 
 log = logging.getLogger(__name__)
 
@@ -22,11 +23,6 @@ ATOM_NS = "http://www.w3.org/2005/Atom"
 DEFAULT_FEED_DAYS = 7
 #: Entries of one feed at most (the newest changes are kept).
 DEFAULT_FEED_ENTRIES = 10_000
-_W3C = "%Y-%m-%dT%H:%M:%SZ"
-
-
-def _parse_w3c(value: str) -> datetime:
-    return datetime.strptime(value, _W3C).replace(tzinfo=UTC)
 
 
 def _generation_manifest(out: storage.Storage, live: dict[str, Any], gen: str
@@ -58,7 +54,7 @@ def recent_generations(out_uri: str, live: dict[str, Any], *, days: float, now: 
         if m is None:
             log.debug("notify: generation %s has no manifest any more; not in the feed", gen)
             continue
-        created = _parse_w3c(m["created"])
+        created = parse_w3c(m["created"])
         if created <= cutoff:
             break  # the history is newest first; nightly runs: days=7 covers 7 of them
         if created > now:
@@ -140,7 +136,7 @@ def write_feed(out_uri: str, state_uri: str | None = None, *, days: float = DEFA
     live = read_live(out_uri).manifest
     if live is None:
         raise ConfigError(f"{out_uri} has no live generation yet: nothing to make a feed of")
-    created = _parse_w3c(live["created"])
+    created = parse_w3c(live["created"])
     gens = recent_generations(out_uri, live, days=days, now=(now or created).astimezone(UTC),
                               state_uri=state_uri)
     rows = feed_entries(gens, max_entries + 1)

@@ -18,10 +18,8 @@ from __future__ import annotations
 import base64
 import html
 import io
-import json
 import logging
 from collections.abc import Iterable
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from pipeline import sql, storage
@@ -29,6 +27,7 @@ from pipeline.config import Limits
 from pipeline.errors import ConfigError
 from pipeline.layout import GENERATION_MANIFEST, REPORT_KEY, default_state, generation_key
 from pipeline.publish import read_live, state_files
+from pipeline.w3c import parse_w3c
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -159,10 +158,9 @@ def trend_points(out: storage.Storage, manifest: dict[str, Any],
         if gen == manifest["generation"]:
             m = manifest
         else:
-            raw = out.read_bytes_or_none(generation_key(gen, GENERATION_MANIFEST))
-            if raw is None:
+            m = out.read_json_or_none(generation_key(gen, GENERATION_MANIFEST))
+            if m is None:
                 continue  # garbage-collected
-            m = json.loads(raw)
         c = m.get("counts", {})
         points.append({"generation": gen, "created": m["created"],
                        "published": int(c.get("published", 0)),
@@ -188,8 +186,7 @@ def freshness(snapshot_uri: str, at: str) -> list[tuple[str, int, str, int, int]
     try:
         register_parquet(con, "report_snapshot", [snapshot_uri])
         rows = con.execute(sql.load_sql("report_freshness"),
-                           {"at": datetime.strptime(at, "%Y-%m-%dT%H:%M:%SZ")
-                            .replace(tzinfo=UTC)}).fetchall()
+                           {"at": parse_w3c(at)}).fetchall()
     finally:
         con.close()
     return [(str(s), int(n), str(t or ""), int(d1), int(d7)) for s, n, t, d1, d7 in rows]
@@ -317,10 +314,9 @@ def write_generation_report(out_uri: str, generation: str | None = None, *,
     if gen == live["generation"]:
         manifest = live
     else:
-        raw = out.read_bytes_or_none(generation_key(gen, GENERATION_MANIFEST))
-        if raw is None:
+        manifest = out.read_json_or_none(generation_key(gen, GENERATION_MANIFEST))
+        if manifest is None:
             raise ConfigError(f"generation {gen} has no manifest in {out_uri}")
-        manifest = json.loads(raw)
     fresh = freshness(state_files(state_uri, gen)["snapshot"], manifest["created"])
     body = render_report(manifest, trend_points(out, manifest), limits, fresh).encode("utf-8")
     state = storage.open_storage(target)
