@@ -29,7 +29,7 @@ import duckdb
 from pipeline import sql, storage
 from pipeline.errors import ConfigError
 from pipeline.extensions import NEWS_MAX_AGE_DAYS, NEWS_SECTION
-from pipeline.layout import CHANGES_FOLDER, DIFFED_FOLDER
+from pipeline.layout import CHANGES_FOLDER, DIFFED_FOLDER, part_key
 from pipeline.load import ValidRows, register_parquet, register_valid, write_parquet
 
 log = logging.getLogger(__name__)
@@ -94,11 +94,11 @@ def partitions_for(valid_rows: int, partition_rows: int | None = None, *,
 
 
 def diffed_key(partition: int) -> str:
-    return f"{DIFFED_FOLDER}/part-{partition:05d}.parquet"
+    return part_key(DIFFED_FOLDER, partition)
 
 
 def changes_key(partition: int) -> str:
-    return f"{CHANGES_FOLDER}/part-{partition:05d}.parquet"
+    return part_key(CHANGES_FOLDER, partition)
 
 
 def check_partition(partition: int, partitions: int) -> None:

@@ -58,7 +58,14 @@ from pipeline.config import Limits
 from pipeline.diff import register_snapshot
 from pipeline.errors import ConfigError, InternalError
 from pipeline.extensions import NEWS_SECTION
-from pipeline.layout import BOUNDS_KEY, PLANNED_FOLDER, SHARDS_FOLDER, SHARDS_KEY, SLICES_KEY
+from pipeline.layout import (
+    BOUNDS_KEY,
+    PLANNED_FOLDER,
+    SHARDS_FOLDER,
+    SHARDS_KEY,
+    SLICES_KEY,
+    part_key,
+)
 from pipeline.limits import MAX_URLS_PER_NEWS_SITEMAP
 from pipeline.load import register_parquet, write_parquet
 from pipeline.parquet import read_table
@@ -479,7 +486,7 @@ def plan(diffed_uris: str | Sequence[str], snapshot_uri: str | None, work_uri: s
 
 
 def _part_key(part: int) -> str:
-    return f"{PLANNED_FOLDER}/part-{part:05d}.parquet"
+    return part_key(PLANNED_FOLDER, part)
 
 
 def _slice_key(index: int) -> str:
