@@ -8,17 +8,13 @@ the run's time. Namespaces are declared only in files that use them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from pipeline.errors import InventoryError
 from pipeline.limits import MAX_IMAGES_PER_URL
 
-NAMESPACES = {
-    "image": "http://www.google.com/schemas/sitemap-image/1.1",
-    "video": "http://www.google.com/schemas/sitemap-video/1.1",
-    "news": "http://www.google.com/schemas/sitemap-news/0.9",
-    "xhtml": "http://www.w3.org/1999/xhtml",
-}
 #: News articles older than this (days, against the run's time) leave the news sitemaps.
 NEWS_MAX_AGE_DAYS = 2
 #: The section that holds the news sitemaps (at most 1,000 URLs per file).
@@ -159,17 +155,17 @@ def extension_columns(types: dict[str, Any], keep_deprecated: bool = False) -> l
     `keep_deprecated`: write the image tags Google no longer uses (DEPRECATED_IMAGE_FIELDS).
     """
     xml, cols, deprecated = [], [], []
-    for name, render, counter in (("images", image_xml, "images_dropped"),
-                                  ("videos", video_xml, "videos_dropped"),
-                                  ("alternates", alternates_xml, "alternates_dropped")):
-        if name in types:
-            part, dropped, left_out = render(_fields(types[name], name, list_of=True),
-                                             keep_deprecated)
+    for ext in EXTENSIONS:
+        if ext.render is None or ext.dropped is None:
+            continue  # news: rendered by the diff, which knows the run's time
+        if ext.column in types:
+            part, dropped, left_out = ext.render(
+                _fields(types[ext.column], ext.column, list_of=True), keep_deprecated)
             xml.append(part)
-            cols.append(f"{dropped} AS {counter}")
+            cols.append(f"{dropped} AS {ext.dropped}")
             deprecated.append(left_out)
         else:
-            cols.append(f"0 AS {counter}")
+            cols.append(f"0 AS {ext.dropped}")
     cols.append(f"{' || '.join(xml) if xml else chr(39) * 2} AS ext_xml")
     cols.append(f"{' + '.join(deprecated) if deprecated else '0'} AS deprecated_tags")
     if "news" in types:
@@ -178,3 +174,44 @@ def extension_columns(types: dict[str, Any], keep_deprecated: bool = False) -> l
         cols += ["NULL::VARCHAR AS news_name", "NULL::VARCHAR AS news_language",
                  "NULL::TIMESTAMPTZ AS news_date", "NULL::VARCHAR AS news_title"]
     return cols
+
+
+#: (struct fields present, keep deprecated tags) -> SQL of (the XML, items dropped, deprecated
+#: tags left out), for one row.
+Renderer = Callable[[set[str], bool], tuple[str, str, str]]
+
+
+@dataclass(frozen=True)
+class Extension:
+    """One sitemap extension: where it comes from and what shows a line uses it."""
+
+    #: The inventory's column (a list of structs; news: one struct).
+    column: str
+    #: The XML namespace prefix, and its URI, declared only in files whose lines use it.
+    prefix: str
+    namespace: str
+    #: The element every line that uses the namespace contains (plan's `ns` flags,
+    #: sql/assigned_rows.sql: bit i is EXTENSIONS[i]).
+    marker: str
+    #: The load stage's renderer (None: news, which the diff renders) and the column that
+    #: counts the items it dropped (also in sql/normalize_inventory.sql, field_issues.sql).
+    render: Renderer | None = None
+    dropped: str | None = None
+
+
+#: Every extension, in the order of their namespace bits and of the XML in a <url> line.
+#: A new extension: its renderer above and one entry here (a drop counter also goes
+#: through normalize_inventory.sql and field_issues.sql).
+EXTENSIONS = (
+    Extension("images", "image", "http://www.google.com/schemas/sitemap-image/1.1",
+              "<image:image>", image_xml, "images_dropped"),
+    Extension("videos", "video", "http://www.google.com/schemas/sitemap-video/1.1",
+              "<video:video>", video_xml, "videos_dropped"),
+    Extension("news", "news", "http://www.google.com/schemas/sitemap-news/0.9", "<news:news>"),
+    Extension("alternates", "xhtml", "http://www.w3.org/1999/xhtml", "<xhtml:link ",
+              alternates_xml, "alternates_dropped"),
+)
+NAMESPACES = {e.prefix: e.namespace for e in EXTENSIONS}
+#: Namespace prefixes by bit of the `ns` flags, and the markers the SQL looks for.
+NAMESPACE_BITS = tuple(e.prefix for e in EXTENSIONS)
+NAMESPACE_MARKERS = [e.marker for e in EXTENSIONS]

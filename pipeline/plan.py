@@ -57,7 +57,7 @@ from pipeline import sql, storage
 from pipeline.config import Limits
 from pipeline.diff import register_snapshot
 from pipeline.errors import ConfigError, InternalError
-from pipeline.extensions import NEWS_SECTION
+from pipeline.extensions import NAMESPACE_BITS, NAMESPACE_MARKERS, NEWS_SECTION
 from pipeline.layout import (
     BOUNDS_KEY,
     PLANNED_FOLDER,
@@ -493,6 +493,13 @@ def _slice_key(index: int) -> str:
     return f"plan-slice-{index:05d}.json"
 
 
+def register_assigned(con: duckdb.DuckDBPyConnection, output_format: str) -> None:
+    """The view `assigned` (sql/assigned_rows.sql) over the views `diffed` and `shard_bounds`."""
+    con.sql(sql.load_sql("assigned_rows"), params={
+        "format": output_format, "ns_markers": NAMESPACE_MARKERS}).create_view(
+        "assigned", replace=True)
+
+
 def _plan_slice(con: duckdb.DuckDBPyConnection, work: storage.Storage, part: int,
                 first_run: bool, limits: Limits, output_format: str,
                 new_base: dict[str, int], reuse_keys: frozenset[str]
@@ -506,8 +513,7 @@ def _plan_slice(con: duckdb.DuckDBPyConnection, work: storage.Storage, part: int
     A tiny shard merges only into a predecessor in the same slice: a slice boundary is
     a previous shard's lower bound, so at worst a tiny shard stays on its own there.
     """
-    con.sql(sql.load_sql("assigned_rows"), params={"format": output_format}).create_view(
-        "assigned", replace=True)
+    register_assigned(con, output_format)
     stats = con.sql(sql.load_sql("group_stats")).fetchall()
     groups, split, merged = _groups([row[:5] for row in stats], limits, first_run=first_run)
     # A group that keeps one base shard as it is: its key from the sums alone.
@@ -586,9 +592,6 @@ def _ascii_prefix_length(a: str, b: str) -> int:
     return next((i for i, c in enumerate(prefix) if ord(c) > 127), len(prefix))
 
 
-#: The namespace flags of assigned_rows' `ns` column, in bit order (the SQL looks for each
-#: namespace's first element: <image:image>, <video:video>, <news:news>, <xhtml:link ).
-NAMESPACE_BITS = ("image", "video", "news", "xhtml")
 #: A shard whose rows have no lastmod (the lastmod column's NULL, read as int64).
 _NO_TIME = np.iinfo(np.int64).min
 

@@ -21,7 +21,7 @@ from pipeline.diff import SNAPSHOT_COLUMNS
 from pipeline.layout import CHANGES_KEY, REJECTS_KEY, SNAPSHOT_KEY, generation_key
 from pipeline.load import local_output, register_parquet
 from pipeline.parquet import open_parquet
-from pipeline.plan import Shard
+from pipeline.plan import Shard, register_assigned
 
 #: The snapshot's columns and types.
 SNAPSHOT_SCHEMA = pa.schema([
@@ -38,8 +38,10 @@ def write_snapshot(store: storage.Storage, key: str, *, planned_uris: Sequence[s
                    output_format: str) -> int:
     """Write the snapshot to `key` of `store` (zstd); returns its row count."""
     rows = 0
+    # Dictionary encoding only for the section: the other columns are nearly unique, and
+    # trying a dictionary on them made the file slower to write (a third) and larger.
     with local_output(store, key) as path, pq.ParquetWriter(
-            str(path), SNAPSHOT_SCHEMA, compression="zstd") as writer:
+            str(path), SNAPSHOT_SCHEMA, compression="zstd", use_dictionary=["section"]) as writer:
         for part, uri in enumerate(planned_uris):
             in_part = sorted((s for s in shards if s.part == part), key=lambda s: s.row_start or 0)
             numbers = np.repeat(np.array([s.shard for s in in_part], dtype=np.int32),
@@ -55,8 +57,7 @@ def write_snapshot(store: storage.Storage, key: str, *, planned_uris: Sequence[s
             con = sql.connect()
             register_parquet(con, "diffed", list(diffed_uris))
             register_parquet(con, "shard_bounds", [bounds_uri])
-            con.sql(sql.load_sql("assigned_rows"), params={"format": output_format}).create_view(
-                "assigned")
+            register_assigned(con, output_format)
             con.register("reused_shards", pa.table({
                 "section": pa.array([s.section for s in reused], pa.string()),
                 "shard": pa.array([s.shard for s in reused], pa.int32())}))

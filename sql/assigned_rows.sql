@@ -10,10 +10,11 @@
 -- line_bytes: url_line_bytes, computed from the fields' lengths; the line itself is
 -- built once, by render. row_hash: hash of what the line is made of, so a shard's
 -- content identity (count, bytes, XOR of its rows' hashes) needs no rendered line.
--- ns: bit flags of the extension namespaces the line uses (1 image, 2 video, 4 news,
--- 8 xhtml; pipeline.plan.NAMESPACE_BITS).
+-- ns: bit flags of the extension namespaces the line uses: bit i set when the line holds
+-- $ns_markers[i + 1] (pipeline.extensions.EXTENSIONS: 1 image, 2 video, 4 news, 8 xhtml).
 -- Reads `diffed` (the slice's rows) and `shard_bounds` (the last generation's shards of
--- the slice's sections). Parameters: $format ('xml', or 'txt': a line is the URL alone).
+-- the slice's sections). Parameters: $format ('xml', or 'txt': a line is the URL alone),
+-- $ns_markers (VARCHAR[], pipeline.extensions.NAMESPACE_MARKERS).
 WITH firsts AS (
     SELECT section, arg_min(shard, lower) AS first_shard
     FROM shard_bounds
@@ -42,10 +43,8 @@ SELECT
     CASE WHEN $format = 'txt' THEN hash(d.url)
          ELSE hash(d.url, d.lastmod, d.changefreq, d.priority, d.ext) END AS row_hash,
     CASE WHEN $format = 'txt' OR d.ext = '' THEN 0
-         ELSE contains(d.ext, '<image:image>')::INTEGER
-              + 2 * contains(d.ext, '<video:video>')::INTEGER
-              + 4 * contains(d.ext, '<news:news>')::INTEGER
-              + 8 * contains(d.ext, '<xhtml:link ')::INTEGER END AS ns,
+         ELSE list_sum(list_transform($ns_markers,
+                  lambda marker, i: contains(d.ext, marker)::INTEGER << (i - 1))) END AS ns,
     coalesce(d.prev_shard, n.base_shard) AS base_shard
 FROM diffed d
 LEFT JOIN new_in_known_section n ON d.prev_shard IS NULL AND d.url = n.url;

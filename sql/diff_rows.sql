@@ -21,8 +21,8 @@ WITH cur AS (
     SELECT
         *,
         CASE WHEN content_hash IS NOT NULL
-             THEN hash('content_hash', content_hash, date_trunc('second', lastmod))
-             ELSE hash('payload', url, changefreq, priority, ext_xml, date_trunc('second', lastmod))
+             THEN hash('content_hash', content_hash, utc_second(lastmod))
+             ELSE hash('payload', url, changefreq, priority, ext_xml, utc_second(lastmod))
         END AS fingerprint,
         coalesce(lastmod > $run_time, false) AS lastmod_clamped,
         CASE WHEN $with_news AND news_date BETWEEN $run_time - to_days($news_max_age_days) AND $run_time
@@ -92,7 +92,7 @@ SELECT
     fingerprint,
     status,
     lastmod_clamped,
-    date_trunc('second', CASE
+    utc_second(CASE
         WHEN lastmod IS NOT NULL THEN least(lastmod, $run_time)
         WHEN status = 'unchanged' THEN prev_lastmod
         ELSE $run_time

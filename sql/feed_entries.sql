@@ -8,11 +8,14 @@
 -- Reads `feed_generation` (url, change, lastmod: this generation's changes) and
 -- `feed_newer` (url: every URL the newer generations changed).
 -- Parameters: $created (the generation's time), $limit (entries returned at most).
-SELECT c.url, c.change,
-       strftime(coalesce(c.lastmod::TIMESTAMPTZ, $created::TIMESTAMPTZ), '%Y-%m-%dT%H:%M:%SZ')
-           AS updated
-FROM feed_generation AS c
-ANTI JOIN feed_newer AS n USING (url)
-WHERE c.change IN ('added', 'changed')
-ORDER BY coalesce(c.lastmod::TIMESTAMPTZ, $created::TIMESTAMPTZ) DESC, c.url
-LIMIT $limit;
+SELECT url, change, w3c_time(updated) AS updated
+FROM (
+    SELECT c.url, c.change, coalesce(c.lastmod::TIMESTAMPTZ, $created::TIMESTAMPTZ) AS updated
+    FROM feed_generation AS c
+    ANTI JOIN feed_newer AS n USING (url)
+    WHERE c.change IN ('added', 'changed')
+    ORDER BY updated DESC, c.url
+    LIMIT $limit
+)
+-- formatted after the top-N, for its rows only (before it, every change was formatted)
+ORDER BY updated DESC, url;

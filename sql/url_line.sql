@@ -13,19 +13,32 @@ CREATE OR REPLACE MACRO xml_escape(s) AS
                  '&', '&amp;'), '<', '&lt;'), '>', '&gt;'), '''', '&apos;'), '"', '&quot;')
         ELSE s
     END;
-CREATE OR REPLACE MACRO w3c_time(t) AS strftime(t, '%Y-%m-%dT%H:%M:%SZ');
+-- w3c_time: a time in W3C datetime, UTC. Formatted as a plain TIMESTAMP of the same instant
+-- (the connection's zone is UTC): strftime of a TIMESTAMPTZ goes through ICU's calendar,
+-- twice the cost, on every rendered line.
+CREATE OR REPLACE MACRO w3c_time(t) AS
+    strftime(make_timestamp(epoch_us(t::TIMESTAMPTZ)), '%Y-%m-%dT%H:%M:%SZ');
+-- utc_second: a TIMESTAMPTZ truncated to the second (floor, also before 1970), the value
+-- date_trunc('second', t) gives, by integer arithmetic: date_trunc on a TIMESTAMPTZ goes
+-- through ICU, 1.3 s of CPU per 10M rows.
+CREATE OR REPLACE MACRO utc_second(t) AS
+    to_timestamp((epoch_us(t::TIMESTAMPTZ)
+        - ((epoch_us(t::TIMESTAMPTZ) % 1000000) + 1000000) % 1000000) // 1000000);
+CREATE OR REPLACE MACRO priority_text(p) AS rtrim(rtrim(printf('%.3f', p), '0'), '.');
+-- One concat of every piece (concat skips NULLs; a piece that is absent is NULL, its tags
+-- with it): a chain of || copied the growing line once per piece, 30% more CPU.
 CREATE OR REPLACE MACRO url_line(url, lastmod, changefreq, priority, ext) AS
-    '<url><loc>' || xml_escape(url) || '</loc>'
-    || coalesce('<lastmod>' || w3c_time(lastmod) || '</lastmod>', '')
-    || coalesce('<changefreq>' || changefreq || '</changefreq>', '')
-    || coalesce('<priority>' || rtrim(rtrim(printf('%.3f', priority), '0'), '.')
-                || '</priority>', '')
-    || coalesce(ext, '')
-    || '</url>' || chr(10);
+    concat('<url><loc>', xml_escape(url), '</loc>',
+           CASE WHEN lastmod IS NOT NULL THEN '<lastmod>' END, w3c_time(lastmod),
+           CASE WHEN lastmod IS NOT NULL THEN '</lastmod>' END,
+           CASE WHEN changefreq IS NOT NULL THEN '<changefreq>' END, changefreq,
+           CASE WHEN changefreq IS NOT NULL THEN '</changefreq>' END,
+           CASE WHEN priority IS NOT NULL THEN '<priority>' END, priority_text(priority),
+           CASE WHEN priority IS NOT NULL THEN '</priority>' END,
+           ext, '</url>' || chr(10));
 -- url_line_bytes: strlen(url_line(...)) without building the line: plan budgets bytes with
 -- it, render builds the line once and checks the file's size against the plan.
 -- A lastmod of a year outside 1000..9999 is measured by rendering it (never in practice).
-CREATE OR REPLACE MACRO priority_text(p) AS rtrim(rtrim(printf('%.3f', p), '0'), '.');
 CREATE OR REPLACE MACRO xml_escaped_bytes(s) AS
     CASE
         WHEN contains(s, '&') OR contains(s, '''') OR contains(s, '<')

@@ -9,7 +9,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from pipeline import load, sql
+from pipeline import load, plan, sql
 
 T = datetime(2026, 12, 2, 3, 0, 0, tzinfo=UTC)
 EARLIER = datetime(2026, 11, 1, tzinfo=UTC)
@@ -160,6 +160,26 @@ def test_partitions_cut_both_sides_of_the_diff_by_the_same_hash(
     assert len(one) == 60
 
 
+def test_time_macros_equal_duckdb_builtins(con: duckdb.DuckDBPyConnection) -> None:
+    """utc_second and w3c_time (integer arithmetic, no ICU) give exactly what date_trunc and
+    strftime of a TIMESTAMPTZ give, before 1970 and at the ends of the range too."""
+    con.register("times", pa.table({"t": pa.array([
+        T, T + timedelta(microseconds=999_999),
+        datetime(1969, 12, 31, 23, 59, 59, 500_000, tzinfo=UTC),
+        datetime(1, 1, 1, 0, 0, 0, 700_000, tzinfo=UTC),
+        datetime(9999, 12, 31, 23, 59, 59, 999_999, tzinfo=UTC),
+        datetime(2024, 2, 29, 12, 0, 0, 1, tzinfo=UTC), None], type=pa.timestamp("us", tz="UTC"))}))
+    rows = con.sql("SELECT utc_second(t), date_trunc('second', t), hash(utc_second(t)), "
+                   "hash(date_trunc('second', t)), w3c_time(t), strftime(t, '%Y-%m-%dT%H:%M:%SZ') "
+                   "FROM times").fetchall()
+    assert len(rows) == 7
+    for ours_t, duck_t, ours_h, duck_h, ours_s, duck_s in rows:
+        assert (ours_t, ours_h, ours_s) == (duck_t, duck_h, duck_s)
+    assert rows[2][0] == datetime(1969, 12, 31, 23, 59, 59, tzinfo=UTC)  # floor, not toward 0
+    assert rows[1][4] == "2026-12-02T03:00:00Z"
+    assert con.sql("SELECT w3c_time(NULL), utc_second(NULL)").fetchall() == [(None, None)]
+
+
 def test_url_line_escapes_and_formats(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(sql.load_sql("url_line"))
     got = con.sql("SELECT url_line($u, $t, 'daily', 0.5, ''), url_line('https://e.com/b', NULL, "
@@ -195,7 +215,8 @@ def test_assigned_rows_and_group_stats(con: duckdb.DuckDBPyConnection) -> None:
         "url": ["a/1", "a/5", "a/0", "a/7", "b/1"], "section": ["a", "a", "a", "a", "b"],
         "lastmod": pa.array([T] * 5, pa.timestamp("us", tz="UTC")),
         "changefreq": [None] * 5, "priority": pa.array([None] * 5, pa.float64()),
-        "ext": ["", "", "", "<xhtml:link rel=\"alternate\" hreflang=\"x\" href=\"a/7\"/>", ""],
+        "ext": ["", "", "", "<xhtml:link rel=\"alternate\" hreflang=\"x\" href=\"a/7\"/>",
+                "<image:image><image:loc>i</image:loc></image:image><news:news></news:news>"],
         "fingerprint": ["f"] * 5, "first_seen": pa.array([T] * 5, pa.timestamp("us", tz="UTC")),
         "last_changed": pa.array([T] * 5, pa.timestamp("us", tz="UTC")),
         "status": ["unchanged", "unchanged", "added", "added", "added"],
@@ -203,15 +224,15 @@ def test_assigned_rows_and_group_stats(con: duckdb.DuckDBPyConnection) -> None:
     con.register("shard_bounds", pa.table({
         "section": ["a", "a"], "shard": pa.array([0, 3], pa.int32()), "lower": ["a/1", "a/5"],
         "upper": ["a/4", "a/6"], "urls": [1, 1]}))
-    con.sql(sql.load_sql("assigned_rows"), params={"format": "xml"}).create_view("assigned")
+    plan.register_assigned(con, "xml")
     got = con.sql("SELECT url, base_shard, ns, changed, line_bytes = strlen(url_line(url, "
                   "lastmod, changefreq, priority, ext)) FROM assigned ORDER BY url").fetchall()
     assert got == [("a/0", 0, 0, True, True), ("a/1", 0, 0, False, True),
                    ("a/5", 3, 0, False, True), ("a/7", 3, 8, True, True),
-                   ("b/1", None, 0, True, True)]
+                   ("b/1", None, 5, True, True)]
     stats = con.sql(sql.load_sql("group_stats")).fetchall()
     assert [(r[0], r[1], r[2], r[7], r[8]) for r in stats] == [
-        ("a", 0, 2, 0, 1), ("a", 3, 2, 8, 1), ("b", None, 1, 0, 1)]
+        ("a", 0, 2, 0, 1), ("a", 3, 2, 8, 1), ("b", None, 1, 5, 1)]
     hashes = dict(con.sql("SELECT url, row_hash FROM assigned").fetchall())
     assert stats[0][5] == hashes["a/0"] ^ hashes["a/1"]
 
