@@ -97,8 +97,8 @@ def save_state(*, planned_uris: Sequence[str], shards: Sequence[Shard], diffed_u
     files["rejects"] = state.uri(rejects_key)
     changes = generation_key(generation, CHANGES_KEY)
     if len(changes_uris) == 1:
-        root, _, key = changes_uris[0].rpartition("/")
-        with storage.open_storage(root).local_path(key) as path:
+        store, key = storage.open_file(changes_uris[0])
+        with store.local_path(key) as path:
             state.upload_file(path, changes)
         files["changes"] = state.uri(changes)
     else:

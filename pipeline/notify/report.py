@@ -179,8 +179,8 @@ def freshness(snapshot_uri: str, at: str) -> list[tuple[str, int, str, int, int]
     cannot be read (garbage-collected)."""
     from pipeline.load import register_parquet
 
-    root, _, key = snapshot_uri.rpartition("/")
-    if not storage.open_storage(root).exists(key):
+    store, key = storage.open_file(snapshot_uri)
+    if not store.exists(key):
         return None
     con = sql.connect()
     try:
