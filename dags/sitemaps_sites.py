@@ -30,6 +30,7 @@ from typing import Any
 
 from pipeline.config import Limits
 from pipeline.errors import ConfigError
+from pipeline.layout import LIVE_MANIFEST_KEY, RUNS_FOLDER, default_state
 
 #: Environment variable naming the site configuration file.
 SITES_FILE_ENV = "SITEMAPS_SITES_FILE"
@@ -105,12 +106,12 @@ class SiteConfig:
     @property
     def state_uri(self) -> str:
         """Default: the private `_state/` folder beside the sitemaps (as the CLI)."""
-        return self.state or _join(self.out, "_state")
+        return self.state or default_state(self.out)
 
     @property
     def work_uri(self) -> str:
         """Root of the runs' work folders; each run works in `<work>/<run id>/`."""
-        return self.work or _join(self.state_uri, "runs")
+        return self.work or _join(self.state_uri, RUNS_FOLDER)
 
     @property
     def inventory_asset_uri(self) -> str:
@@ -119,7 +120,7 @@ class SiteConfig:
     @property
     def manifest_uri(self) -> str:
         """The live manifest: the publish task's outlet asset."""
-        return _join(self.out, "manifest.json")
+        return _join(self.out, LIVE_MANIFEST_KEY)
 
 
 def _join(uri: str, part: str) -> str:

@@ -17,6 +17,7 @@ from typing import Any
 
 from pipeline.config import Limits
 from pipeline.errors import PipelineError, StorageError
+from pipeline.layout import GENERATIONS_FOLDER, SNAPSHOT_KEY, default_state
 from pipeline.limits import MAX_BYTES_PER_SITEMAP, MAX_SITEMAPS_PER_INDEX, MAX_URLS_PER_SITEMAP
 from pipeline.progress import Progress
 
@@ -300,11 +301,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
     code = cmd_run(run_args)
     if not args.json:
         print(f"inventory: {inventory}")
+        from pipeline.notify.report import report_key
         from pipeline.publish import read_live
-        from pipeline.report import report_key
 
         live = read_live(str(out)).generation
-        report = out / "_state" / report_key(live) if live else None
+        report = Path(default_state(str(out))) / report_key(live) if live else None
         if report is not None and report.exists():
             print(f"open the report: {report.as_uri()}")
     return code
@@ -406,8 +407,8 @@ def cmd_diff(args: argparse.Namespace) -> int:
             raise ConfigError("--site-url is needed: no live manifest to take it from")
         snapshot = None
         if args.state:  # generation ids sort by time: the newest snapshot is the last
-            snapshots = sorted(o.key for o in storage.open_storage(args.state).list("generations/")
-                               if o.key.endswith("/snapshot.parquet"))
+            snapshots = sorted(o.key for o in storage.open_storage(args.state).list(f"{GENERATIONS_FOLDER}/")
+                               if o.key.endswith("/" + SNAPSHOT_KEY))
             snapshot = storage.join(args.state, snapshots[-1]) if snapshots else None
         report = dry_run(RunOptions(inventory=args.inventory, site_url=site_url, out=out,
                                     state=args.state, section_depth=args.section_depth,
@@ -433,10 +434,9 @@ def cmd_diff(args: argparse.Namespace) -> int:
 
 
 def cmd_gc(args: argparse.Namespace) -> int:
-    from pipeline import storage
     from pipeline.gc import gc
 
-    result = gc(args.out, args.state or storage.join(args.out, "_state"),
+    result = gc(args.out, args.state or default_state(args.out),
                 keep=args.keep_generations, grace_hours=args.grace_hours, dry_run=args.dry_run)
     result.setdefault("deleted_state", [])  # absent when there is no generation
     if args.json:

@@ -69,17 +69,17 @@ def cmd_report(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from pipeline import storage
-    from pipeline.report import write_generation_report
+    from pipeline.notify.report import write_generation_report
 
     uri = write_generation_report(args.out, args.generation, state_uri=args.state,
                                   report_to=args.report_to)
     print(uri)
+    store, key = storage.open_file(uri)
     if args.save:
-        root, _, key = uri.rpartition("/")
         target = Path(args.save).absolute()
-        target.write_bytes(storage.open_storage(root).read_bytes(key))
+        target.write_bytes(store.read_bytes(key))
         print(f"open the report: {target.as_uri()}")
-    elif not storage.is_s3(uri):
+    elif store.local_dir is not None:
         print(f"open the report: {Path(uri).as_uri()}")
     return 0
 

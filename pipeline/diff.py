@@ -29,16 +29,11 @@ import duckdb
 from pipeline import sql, storage
 from pipeline.errors import ConfigError
 from pipeline.extensions import NEWS_MAX_AGE_DAYS, NEWS_SECTION
+from pipeline.layout import CHANGES_FOLDER, DIFFED_FOLDER, part_key
 from pipeline.load import ValidRows, register_parquet, register_valid, write_parquet
 
 log = logging.getLogger(__name__)
 
-#: The diffed rows, one Parquet per partition: `diffed/part-00000.parquet`, ...
-DIFFED_FOLDER = "diffed"
-#: The added, changed and removed URLs, one Parquet per partition.
-CHANGES_FOLDER = "changes"
-#: The generation's changes in the state prefix (one file, whatever the partitions).
-CHANGES_KEY = "changes.parquet"
 #: Valid rows per diff partition when the run does not say (SITEMAPS_DIFF_PARTITION_ROWS;
 #: 0: from the memory limit, partitions_for): a run diffs ceil(valid rows / this) hash
 #: partitions, each one join of about this many rows against its share of the snapshot.
@@ -99,11 +94,11 @@ def partitions_for(valid_rows: int, partition_rows: int | None = None, *,
 
 
 def diffed_key(partition: int) -> str:
-    return f"{DIFFED_FOLDER}/part-{partition:05d}.parquet"
+    return part_key(DIFFED_FOLDER, partition)
 
 
 def changes_key(partition: int) -> str:
-    return f"{CHANGES_FOLDER}/part-{partition:05d}.parquet"
+    return part_key(CHANGES_FOLDER, partition)
 
 
 def check_partition(partition: int, partitions: int) -> None:

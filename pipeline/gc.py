@@ -22,7 +22,6 @@ runs older than the grace period go too.
 from __future__ import annotations
 
 import fcntl
-import json
 import logging
 import os
 import shutil
@@ -33,8 +32,17 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from pipeline import storage
-from pipeline.plan import SHARDS_FOLDER
-from pipeline.publish import GENERATIONS_FOLDER, read_live, utcnow
+from pipeline.layout import (
+    GENERATION_MANIFEST,
+    GENERATIONS_FOLDER,
+    REPORT_KEY,
+    ROLLED_BACK,
+    RUNS_FOLDER,
+    SHARDS_FOLDER,
+    generation_key,
+)
+from pipeline.publish import read_live, utcnow
+from pipeline.w3c import parse_w3c
 
 log = logging.getLogger(__name__)
 
@@ -53,20 +61,13 @@ def referenced_keys(out: storage.Storage, generations: list[str]) -> set[str]:
     """Every key below the output root that one of `generations` needs."""
     keys: set[str] = set()
     for gen in generations:
-        raw = out.read_bytes_or_none(f"{GENERATIONS_FOLDER}/{gen}/manifest.json")
-        if raw is None:
+        m = out.read_json_or_none(generation_key(gen, GENERATION_MANIFEST))
+        if m is None:
             continue
-        m = json.loads(raw)
-        keys.add(f"{GENERATIONS_FOLDER}/{gen}/manifest.json")
-        keys.add(f"{GENERATIONS_FOLDER}/{gen}/report.html")
-        keys.add(f"{GENERATIONS_FOLDER}/{gen}/rolled-back.json")  # pipeline.status.ROLLED_BACK
+        keys.update(generation_key(gen, name) for name in (GENERATION_MANIFEST, REPORT_KEY, ROLLED_BACK))
         keys.update(s["key"] for s in m["sitemaps"])
         keys.update(i["generation_key"] for i in m["indexes"])
     return keys
-
-
-def _time(text: str) -> datetime:
-    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
 
 
 @dataclass
@@ -104,14 +105,14 @@ def decide(out_uri: str, state_uri: str, *, keep: int = DEFAULT_KEEP,
     # Grace counts from retirement: a generation live until a moment ago keeps all its files.
     retired = live.manifest.get("retired") or {}
     in_grace = [g for g in history if g not in kept and g in retired
-                and _time(retired[g]) > cutoff]
+                and parse_w3c(retired[g]) > cutoff]
     needed = referenced_keys(out, kept + in_grace)
     # The live manifest itself must never lose what it lists, whatever the history says.
     needed.update(live_keys(live.manifest))
     doomed = [o.key for folder in (f"{SHARDS_FOLDER}/", f"{GENERATIONS_FOLDER}/")
               for o in out.list(folder) if o.key not in needed and o.modified < cutoff]
-    kept_state = {f"{GENERATIONS_FOLDER}/{g}/" for g in kept + in_grace}
-    doomed_state = [o.key for folder in (f"{GENERATIONS_FOLDER}/", "runs/")
+    kept_state = {generation_key(g) for g in kept + in_grace}
+    doomed_state = [o.key for folder in (f"{GENERATIONS_FOLDER}/", f"{RUNS_FOLDER}/")
                     for o in state.list(folder)
                     if not any(o.key.startswith(k) for k in kept_state) and o.modified < cutoff]
     temporaries = [o.key for o in out.list_temporaries() if o.modified < cutoff]
@@ -151,7 +152,7 @@ def collect(decision: Decision) -> tuple[list[str], int]:
     out.delete(doomed)
     # A rollback may have made a generation GC had given up live again since: its state
     # (the snapshot the next run diffs against) stays.
-    live_state = f"{GENERATIONS_FOLDER}/{live.manifest['generation']}/" if live.manifest else None
+    live_state = generation_key(live.manifest["generation"]) if live.manifest else None
     doomed_state = [k for k in decision.doomed_state
                     if live_state is None or not k.startswith(live_state)]
     state.delete(doomed_state)

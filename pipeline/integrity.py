@@ -21,8 +21,8 @@ def describe(uri: str) -> dict[str, Any]:
     """{"bytes", "sha256", "rows"} of a Parquet file (local or S3), read once."""
     import pyarrow.parquet as pq
 
-    root, _, key = uri.rpartition("/")
-    with storage.open_storage(root).local_path(key) as path:
+    store, key = storage.open_file(uri)
+    with store.local_path(key) as path:
         sha = hashlib.sha256()
         size = 0
         with open(path, "rb") as f:

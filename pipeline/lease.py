@@ -17,10 +17,9 @@ from typing import Any
 
 from pipeline import storage
 from pipeline.errors import PublishConflict
+from pipeline.layout import LEASE_KEY
 
 log = logging.getLogger(__name__)
-
-LEASE_KEY = "_lease.json"
 
 
 def _read(out: storage.Storage) -> tuple[dict[str, Any] | None, str | None]:

@@ -30,6 +30,7 @@ import pyarrow as pa
 from pipeline import sql, storage
 from pipeline.errors import InventoryError
 from pipeline.extensions import extension_columns
+from pipeline.layout import DUPLICATES_KEY, NORMALIZED_KEY, REJECTS_KEY
 from pipeline.limits import (
     CHANGEFREQ_VALUES,
     EARLIEST_LASTMOD,
@@ -41,9 +42,6 @@ from pipeline.urls import CLEAN_URL_REGEX, IRI_PATH_REGEX, Site, check_url
 
 log = logging.getLogger(__name__)
 
-NORMALIZED_KEY = "normalized.parquet"
-DUPLICATES_KEY = "duplicates.parquet"
-REJECTS_KEY = "rejects.parquet"
 
 _STRING = ("VARCHAR",)
 _TIMESTAMPS = ("TIMESTAMP", "TIMESTAMP_S", "TIMESTAMP_MS", "TIMESTAMP_NS", "DATE")
@@ -116,7 +114,7 @@ def _list_s3(inventory: str) -> list[str]:
     bucket, _, key = inventory.removeprefix("s3://").partition("/")
     wildcard = next((i for i, c in enumerate(key) if c in "*?["), None)
     base = key[:wildcard].rsplit("/", 1)[0] if wildcard is not None else key
-    store = storage.S3Storage(f"s3://{bucket}")
+    store = storage.open_storage(f"s3://{bucket}")
     candidates = [o.key for o in store.list(base)]
     if wildcard is not None:
         files = [k for k in candidates if fnmatch.fnmatchcase(k, key)]

@@ -16,10 +16,8 @@ from pipeline import storage
 
 def open_parquet(uri: str) -> pq.ParquetFile:
     """A Parquet file to read in row groups or batches."""
-    if storage.is_s3(uri):
-        return pq.ParquetFile(storage.s3_filesystem().open_input_file(uri.removeprefix("s3://")),
-                              pre_buffer=False)
-    return pq.ParquetFile(uri, pre_buffer=False)
+    store, name = storage.open_file(uri)
+    return pq.ParquetFile(store.arrow_input(name), pre_buffer=False)
 
 
 def read_table(uri: str, columns: Sequence[str]) -> pa.Table:

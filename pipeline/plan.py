@@ -58,20 +58,22 @@ from pipeline.config import Limits
 from pipeline.diff import register_snapshot
 from pipeline.errors import ConfigError, InternalError
 from pipeline.extensions import NAMESPACE_BITS, NAMESPACE_MARKERS, NEWS_SECTION
+from pipeline.layout import (
+    BOUNDS_KEY,
+    PLANNED_FOLDER,
+    SHARDS_FOLDER,
+    SHARDS_KEY,
+    SLICES_KEY,
+    part_key,
+)
 from pipeline.limits import MAX_URLS_PER_NEWS_SITEMAP
 from pipeline.load import register_parquet, write_parquet
 from pipeline.parquet import read_table
 from pipeline.sitemap_xml import FORMAT_VERSION, URLSET_FOOTER, urlset_header
+from pipeline.w3c import format_w3c
 
 log = logging.getLogger(__name__)
 
-#: The planned rows, one Parquet per slice: `planned/part-00000.parquet`, ...
-PLANNED_FOLDER = "planned"
-SHARDS_KEY = "shards.json"
-#: The plan's slices and numbering state (prepare), read by every slice and by combine.
-SLICES_KEY = "plan-slices.json"
-#: The last generation's shards (section, shard, lower, upper, urls), for every slice.
-BOUNDS_KEY = "plan-bounds.parquet"
 #: New shards of a section's later slices are numbered provisionally from
 #: (slice + 1) << PROVISIONAL_SHIFT: above every final number (which fit in 32 bits).
 PROVISIONAL_SHIFT = 32
@@ -81,8 +83,6 @@ SPLIT_FILL = 0.75
 MERGE_BELOW = 0.10
 #: Output formats: XML sitemaps (with extensions) or plain-text sitemaps.
 FORMATS = ("xml", "txt")
-#: Folder of the shard files, below the output root.
-SHARDS_FOLDER = "sitemaps"
 #: Rows planned at a time (SITEMAPS_PLAN_SLICE_ROWS): each slice is assigned, packed,
 #: sorted and written on its own, so plan's peak memory and DuckDB temp disk grow
 #: with this, not with the inventory. At about 250 bytes a row in DuckDB, 4M rows
@@ -486,7 +486,7 @@ def plan(diffed_uris: str | Sequence[str], snapshot_uri: str | None, work_uri: s
 
 
 def _part_key(part: int) -> str:
-    return f"{PLANNED_FOLDER}/part-{part:05d}.parquet"
+    return part_key(PLANNED_FOLDER, part)
 
 
 def _slice_key(index: int) -> str:
@@ -669,4 +669,4 @@ def load_shards(shards_uri: str) -> list[Shard]:
 
 
 def _w3c(value: datetime | None) -> str | None:
-    return value.strftime("%Y-%m-%dT%H:%M:%SZ") if value is not None else None
+    return format_w3c(value) if value is not None else None

@@ -32,18 +32,24 @@ from urllib.parse import urlsplit
 
 from pipeline import integrity, storage
 from pipeline.errors import InternalError, LiveStateCorrupt, PublishConflict, ShrinkRefused
+from pipeline.layout import (
+    FEED_KEY,
+    GENERATION_MANIFEST,
+    LIVE_MANIFEST_KEY,
+    MORE_ROOT_INDEXES_PREFIX,
+    ROBOTS_KEY,
+    STATE_FILES,
+    generation_key,
+    root_index_name,
+    state_file_key,
+)
 from pipeline.render import RenderedFile
 from pipeline.sitemap_xml import sitemap_index
 from pipeline.urls import Site
+from pipeline.w3c import format_w3c
 
 log = logging.getLogger(__name__)
 
-LIVE_MANIFEST_KEY = "manifest.json"
-ROBOTS_KEY = "robots-sitemaps.txt"
-#: The feed of recent changes (written by pipeline.notify), beside the root index.
-FEED_KEY = "feed.atom"
-GENERATIONS_FOLDER = "generations"
-ROOT_INDEX_NAME = "sitemap_index.xml"
 MANIFEST_FORMAT = 1
 #: Refuse to publish fewer URLs than the live generation by more than this share.
 DEFAULT_SHRINK_THRESHOLD = 0.10
@@ -107,8 +113,7 @@ def read_live(out_uri: str) -> LiveState:
 def state_files(state_uri: str, generation: str) -> dict[str, str]:
     """The URIs of a generation's private state files. The served manifest names none of
     them: a run finds them from its --state and the generation id."""
-    return {name: storage.join(state_uri, GENERATIONS_FOLDER, generation, f"{name}.parquet")
-            for name in ("snapshot", "rejects", "changes")}
+    return {name: storage.join(state_uri, state_file_key(generation, name)) for name in STATE_FILES}
 
 
 def snapshot_uri(manifest: dict[str, Any], state_uri: str) -> str:
@@ -139,7 +144,7 @@ def new_generation_id(run_time: datetime) -> str:
 
 def index_name(n: int) -> str:
     """sitemap_index.xml, sitemap_index-2.xml, ..."""
-    return ROOT_INDEX_NAME if n == 1 else f"sitemap_index-{n}.xml"
+    return root_index_name(n)
 
 
 def public_join(public_url: str, key: str) -> str:
@@ -229,17 +234,16 @@ def publish(out_uri: str, *, rendered: list[RenderedFile], live: LiveState, site
     # Recorded so that the next run can tell a truncated or replaced snapshot (integrity.py).
     state_check = {"snapshot": integrity.describe(state_files["snapshot"])} \
         if "snapshot" in state_files else {}
-    gen_prefix = f"{GENERATIONS_FOLDER}/{generation}"
     indexes = []
     for n, chunk in enumerate(chunks, start=1):
         body = sitemap_index((s["url"], s["lastmod"]) for s in chunk)
-        gen_key = f"{gen_prefix}/{index_name(n)}"
+        gen_key = generation_key(generation, index_name(n))
         out.write_bytes(gen_key, body, cache_control=storage.CACHE_IMMUTABLE)
         indexes.append({"key": index_name(n), "generation_key": gen_key,
                         "url": public_join(public_url, index_name(n)), "sitemaps": len(chunk),
                         "bytes": len(body)})
     history = [generation] + list((live.manifest or {}).get("history", []))[:50]
-    committed = utcnow().strftime("%Y-%m-%dT%H:%M:%SZ")
+    committed = format_w3c(utcnow())
     # When each earlier generation stopped being live: GC's grace period counts from it.
     retired = {g: t for g, t in (live.manifest or {}).get("retired", {}).items() if g in history}
     if live.generation:
@@ -249,7 +253,7 @@ def publish(out_uri: str, *, rendered: list[RenderedFile], live: LiveState, site
         "generation": generation,
         "previous": live.generation,
         "history": history,
-        "created": created.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "created": format_w3c(created.astimezone(UTC)),
         "site_url": site.prefix,
         "public_url": public_url,
         "indexes": indexes,
@@ -262,7 +266,8 @@ def publish(out_uri: str, *, rendered: list[RenderedFile], live: LiveState, site
         "warnings": warnings,
     }
     body = json.dumps(manifest, indent=1, sort_keys=True).encode()
-    out.write_bytes(f"{gen_prefix}/manifest.json", body, cache_control=storage.CACHE_IMMUTABLE)
+    out.write_bytes(generation_key(generation, GENERATION_MANIFEST), body,
+                    cache_control=storage.CACHE_IMMUTABLE)
     try:
         out.put_if(LIVE_MANIFEST_KEY, body, if_match=live.etag, cache_control=storage.CACHE_SHORT)
     except PublishConflict:
@@ -311,7 +316,7 @@ def repair_root(out: storage.Storage, manifest: dict[str, Any],
     # A root index the new generation no longer has would list stale files.
     current = {i["key"] for i in manifest["indexes"]}
     stale = {i["key"] for i in (previous or {}).get("indexes", [])} - current
-    stale |= {o.key for o in out.list("sitemap_index-") if "/" not in o.key} - current
+    stale |= {o.key for o in out.list(MORE_ROOT_INDEXES_PREFIX) if "/" not in o.key} - current
     if stale:
         out.delete(sorted(stale))
         fixed += len(stale)

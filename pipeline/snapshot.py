@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 
 from pipeline import sql, storage
 from pipeline.diff import SNAPSHOT_COLUMNS
+from pipeline.layout import CHANGES_KEY, REJECTS_KEY, SNAPSHOT_KEY, generation_key
 from pipeline.load import local_output, register_parquet
 from pipeline.parquet import open_parquet
 from pipeline.plan import Shard, register_assigned
@@ -82,23 +83,22 @@ def save_state(*, planned_uris: Sequence[str], shards: Sequence[Shard], diffed_u
     partitions (the feed, IndexNow and the manifest's `state.changes` read one file):
     one part is uploaded as it is, several are written together into one file.
     """
-    from pipeline.diff import CHANGES_KEY
-    from pipeline.load import REJECTS_KEY, write_parquet
+    from pipeline.load import write_parquet
 
     state = storage.open_storage(state_uri)
     work = storage.open_storage(work_uri)
-    prefix = f"generations/{generation}"
-    snapshot_key = f"{prefix}/snapshot.parquet"
+    snapshot_key = generation_key(generation, SNAPSHOT_KEY)
+    rejects_key = generation_key(generation, REJECTS_KEY)
     write_snapshot(state, snapshot_key, planned_uris=planned_uris, shards=shards,
                    diffed_uris=diffed_uris, bounds_uri=bounds_uri, output_format=output_format)
     files = {"snapshot": state.uri(snapshot_key)}
     with work.local_path(REJECTS_KEY) as path:
-        state.upload_file(path, f"{prefix}/{REJECTS_KEY}")
-    files["rejects"] = state.uri(f"{prefix}/{REJECTS_KEY}")
-    changes = f"{prefix}/{CHANGES_KEY}"
+        state.upload_file(path, rejects_key)
+    files["rejects"] = state.uri(rejects_key)
+    changes = generation_key(generation, CHANGES_KEY)
     if len(changes_uris) == 1:
-        root, _, key = changes_uris[0].rpartition("/")
-        with storage.open_storage(root).local_path(key) as path:
+        store, key = storage.open_file(changes_uris[0])
+        with store.local_path(key) as path:
             state.upload_file(path, changes)
         files["changes"] = state.uri(changes)
     else:

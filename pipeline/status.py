@@ -18,9 +18,15 @@ from typing import Any
 
 from pipeline import storage
 from pipeline.errors import ConfigError, LiveStateCorrupt, PublishConflict, StorageError
-from pipeline.publish import (
+from pipeline.layout import (
+    GENERATION_MANIFEST,
     GENERATIONS_FOLDER,
     LIVE_MANIFEST_KEY,
+    ROLLED_BACK,
+    default_state,
+    generation_key,
+)
+from pipeline.publish import (
     live_files,
     missing_files,
     parse_manifest,
@@ -29,6 +35,7 @@ from pipeline.publish import (
     snapshot_uri,
     utcnow,
 )
+from pipeline.w3c import format_w3c, parse_w3c
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +81,7 @@ def status(out_uri: str, deep: bool = False) -> dict[str, Any]:
 
 
 def _age_hours(created: str) -> float:
-    t = datetime.strptime(created, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    t = parse_w3c(created)
     return round((datetime.now(UTC) - t).total_seconds() / 3600, 2)
 
 
@@ -91,7 +98,7 @@ def kept_generations(out: storage.Storage, live: dict[str, Any]) -> list[dict[st
         if gen == live["generation"]:
             m: dict[str, Any] | None = live
         else:
-            raw = out.read_bytes_or_none(f"{GENERATIONS_FOLDER}/{gen}/manifest.json")
+            raw = out.read_bytes_or_none(generation_key(gen, GENERATION_MANIFEST))
             try:
                 m = parse_manifest(raw, gen, out.root) if raw is not None else None
             except LiveStateCorrupt:
@@ -115,9 +122,9 @@ def kept_generations(out: storage.Storage, live: dict[str, Any]) -> list[dict[st
 def _check_generation(out: storage.Storage, gen: str, out_uri: str, state_uri: str
                       ) -> tuple[dict[str, Any] | None, str]:
     """(its manifest, "") when generation `gen` is intact, else (None, what is wrong)."""
-    raw = out.read_bytes_or_none(f"{GENERATIONS_FOLDER}/{gen}/manifest.json")
+    raw = out.read_bytes_or_none(generation_key(gen, GENERATION_MANIFEST))
     if raw is None:
-        return None, f"its manifest {out.uri(f'{GENERATIONS_FOLDER}/{gen}/manifest.json')} is " \
+        return None, f"its manifest {out.uri(generation_key(gen, GENERATION_MANIFEST))} is " \
                      "gone (garbage-collected, or never written)"
     try:
         m = parse_manifest(raw, gen, out_uri)
@@ -157,10 +164,9 @@ def _content(m: dict[str, Any]) -> dict[str, Any]:
 def rolled_back_key(generation: str) -> str:
     """The marker a rollback leaves on the generation it took out of service: repair then
     prefers any other intact generation to it (it is newer, but was rolled back)."""
-    return f"{GENERATIONS_FOLDER}/{generation}/{ROLLED_BACK}"
+    return generation_key(generation, ROLLED_BACK)
 
 
-ROLLED_BACK = "rolled-back.json"
 
 
 def repair(out_uri: str, state_uri: str | None = None) -> dict[str, Any]:
@@ -172,7 +178,7 @@ def repair(out_uri: str, state_uri: str | None = None) -> dict[str, Any]:
     it is (only its root files are brought in line).
     """
     out = storage.open_storage(out_uri)
-    state_uri = state_uri or storage.join(out_uri, "_state")
+    state_uri = state_uri or default_state(out_uri)
     data, etag = out.read_with_etag(LIVE_MANIFEST_KEY)
     live_gen = None
     if data is not None:
@@ -189,7 +195,7 @@ def repair(out_uri: str, state_uri: str | None = None) -> dict[str, Any]:
     rolled_back = {k.split("/")[1] for k in listed if k.endswith("/" + ROLLED_BACK)}
     # Newest first, but a generation a rollback took out of service only when no other is
     # intact: a rollback to an older generation must survive a broken manifest.json.
-    gens = sorted({k.split("/")[1] for k in listed if k.endswith("/manifest.json")},
+    gens = sorted({k.split("/")[1] for k in listed if k.endswith("/" + GENERATION_MANIFEST)},
                   key=lambda g: (g not in rolled_back, g), reverse=True)
     for gen in gens:
         if gen == live_gen:
@@ -198,7 +204,7 @@ def repair(out_uri: str, state_uri: str | None = None) -> dict[str, Any]:
         if m is None:
             log.info("repair: generation %s is not intact; trying an older one", gen)
             continue
-        out.put_if(LIVE_MANIFEST_KEY, out.read_bytes(f"{GENERATIONS_FOLDER}/{gen}/manifest.json"),
+        out.put_if(LIVE_MANIFEST_KEY, out.read_bytes(generation_key(gen, GENERATION_MANIFEST)),
                    if_match=etag, cache_control=storage.CACHE_SHORT)
         fixed = repair_root(out, m)
         log.warning("repair: generation %s is live again (the live manifest was %s)", gen,
@@ -226,7 +232,7 @@ def rollback(out_uri: str, state_uri: str | None = None, to: str | None = None
     The next run diffs against that generation's snapshot.
     """
     out = storage.open_storage(out_uri)
-    state_uri = state_uri or storage.join(out_uri, "_state")
+    state_uri = state_uri or default_state(out_uri)
     live = read_live(out_uri)  # a broken manifest: LiveStateCorrupt, use repair
     if live.manifest is None:
         raise ConfigError(f"no generation at {out_uri}: nothing to roll back")
@@ -248,7 +254,7 @@ def rollback(out_uri: str, state_uri: str | None = None, to: str | None = None
     if target is None:
         raise ConfigError(f"cannot roll back to generation {to}: {problem}; generation "
                           f"{current['generation']} stays live")
-    committed = utcnow().strftime("%Y-%m-%dT%H:%M:%SZ")
+    committed = format_w3c(utcnow())
     new_history = [to] + [g for g in history if g != to][:50]
     retired = {g: t for g, t in (current.get("retired") or {}).items()
                if g in new_history and g != to}

@@ -18,6 +18,7 @@ from typing import Any
 from pipeline import storage
 from pipeline.config import Limits
 from pipeline.errors import ConfigError, InternalError, PublishConflict, TooManyRejects
+from pipeline.layout import LIVE_KEYS, default_state
 from pipeline.publish import (
     DEFAULT_SHRINK_THRESHOLD,
     cross_submission_warning,
@@ -35,8 +36,6 @@ log = logging.getLogger(__name__)
 
 #: Fail before publishing when more than this share of input rows is rejected.
 DEFAULT_MAX_REJECT_SHARE = 0.05
-#: The live generation's shard keys at begin (a JSON list under the work prefix).
-LIVE_KEYS = "live_keys.json"
 #: Render batch sizes for mapped tasks: aim for this many uncompressed bytes each.
 DEFAULT_RENDER_BATCH_BYTES = 256 * 1024 * 1024
 
@@ -95,7 +94,7 @@ class RunOptions:
     @property
     def state_uri(self) -> str:
         """Default: the private `_state/` folder beside the sitemaps (never serve it)."""
-        return self.state or storage.join(self.out, "_state")
+        return self.state or default_state(self.out)
 
 
 def begin(opts: RunOptions) -> dict[str, Any]:
@@ -503,12 +502,12 @@ def finish(ctx: dict[str, Any]) -> None:
 
         lease.release(ctx["out"], ctx["lease_owner"])
     work = _work(ctx)
-    if ctx.get("own_work") and isinstance(work, storage.LocalStorage):
+    if ctx.get("own_work") and work.local_dir is not None:
         import shutil
 
         from pipeline.gc import release_work_folder
 
-        shutil.rmtree(work.path, ignore_errors=True)
-        release_work_folder(str(work.path))
+        shutil.rmtree(work.local_dir, ignore_errors=True)
+        release_work_folder(str(work.local_dir))
     else:
         work.delete([o.key for o in work.list("")])

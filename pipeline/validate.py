@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from pipeline import storage
+from pipeline.extensions import NAMESPACES
+from pipeline.layout import LIVE_MANIFEST_KEY, ROBOTS_KEY
 from pipeline.limits import (
     MAX_BYTES_PER_SITEMAP,
     MAX_IMAGES_PER_URL,
@@ -27,7 +29,7 @@ from pipeline.limits import (
     MAX_URLS_PER_NEWS_SITEMAP,
     MAX_URLS_PER_SITEMAP,
 )
-from pipeline.publish import LIVE_MANIFEST_KEY, ROBOTS_KEY
+from pipeline.sitemap_xml import SITEMAP_NS
 
 log = logging.getLogger(__name__)
 
@@ -36,10 +38,8 @@ SCHEMAS = Path(__file__).resolve().parent / "schemas"
 #: `sitemap.xsd` for a plain <urlset>; `all.xsd` (imports the extensions) when it uses any;
 #: `siteindex.xsd` for a <sitemapindex>.
 SITEMAP_XSD, ALL_XSD, INDEX_XSD = "sitemap.xsd", "all.xsd", "siteindex.xsd"
-SM = "http://www.sitemaps.org/schemas/sitemap/0.9"
-XHTML = "http://www.w3.org/1999/xhtml"
-IMAGE = "http://www.google.com/schemas/sitemap-image/1.1"
-NEWS = "http://www.google.com/schemas/sitemap-news/0.9"
+SM = SITEMAP_NS
+XHTML, IMAGE, NEWS = NAMESPACES["xhtml"], NAMESPACES["image"], NAMESPACES["news"]
 #: Problems listed before validation stops (a broken output would list thousands).
 DEFAULT_MAX_PROBLEMS = 20
 
@@ -220,7 +220,7 @@ def _check_sitemap(out: storage.Storage, v: Validation, entry: dict[str, Any], p
                   f"{entry.get('sha256')}")
     if len(gz) != entry.get("gzip_bytes"):
         v.problem(f"{key}: {len(gz):,} gzipped bytes, the manifest says {entry.get('gzip_bytes')}")
-    if isinstance(out, storage.S3Storage) and out.head(key).get("ContentEncoding"):
+    if out.headers(key).content_encoding:
         v.problem(f"{key}: stored with Content-Encoding (clients would unzip it silently)")
     try:
         raw = gzip.decompress(gz)

@@ -103,7 +103,7 @@ def report_page(dag_id: str, run_id: str) -> tuple[int, bytes]:
     """(HTTP status, HTML) of the tab for one DAG run."""
     from pipeline import storage
     from pipeline.errors import PipelineError
-    from pipeline.report import read_report
+    from pipeline.notify.report import read_report
 
     site = site_for(dag_id)
     if site is None:

@@ -219,10 +219,10 @@ def lose_reply() -> Iterator[Any]:
 
     arm.state = state  # type: ignore[attr-defined]
     storage.CLIENT_HOOKS.append(("before-send.s3.PutObject", hook))
-    storage._client.cache_clear()
+    storage.s3._client.cache_clear()
     yield arm
     storage.CLIENT_HOOKS.remove(("before-send.s3.PutObject", hook))
-    storage._client.cache_clear()
+    storage.s3._client.cache_clear()
 
 
 @pytest.mark.parametrize("first", [True, False])
@@ -298,10 +298,10 @@ def ignore_conditions() -> Iterator[None]:
         params.pop("IfNoneMatch", None)
 
     storage.CLIENT_HOOKS.append(("before-parameter-build.s3.PutObject", strip))
-    storage._client.cache_clear()
+    storage.s3._client.cache_clear()
     yield
     storage.CLIENT_HOOKS.remove(("before-parameter-build.s3.PutObject", strip))
-    storage._client.cache_clear()
+    storage.s3._client.cache_clear()
 
 
 def test_a_server_that_ignores_conditional_writes_is_refused(
@@ -348,7 +348,7 @@ def test_a_lease_release_never_removes_a_lease_another_run_took(s3_bucket: Any) 
             lease.acquire(out, "run-b", 600)
 
     storage.CLIENT_HOOKS.append(("before-send.s3", steal))
-    storage._client.cache_clear()
+    storage.s3._client.cache_clear()
     try:
         original = lease._read
 
@@ -364,7 +364,7 @@ def test_a_lease_release_never_removes_a_lease_another_run_took(s3_bucket: Any) 
             lease._read = original  # type: ignore[assignment]
     finally:
         storage.CLIENT_HOOKS.remove(("before-send.s3", steal))
-        storage._client.cache_clear()
+        storage.s3._client.cache_clear()
     assert state["done"]
     assert json.loads(store.read_bytes(lease.LEASE_KEY))["owner"] == "run-b"
     with pytest.raises(PublishConflict, match="run-b holds the lease"):

@@ -11,7 +11,7 @@ import feedparser
 import pytest
 
 from pipeline.notify import FEED_KEY, merge_robots, write_feed
-from pipeline.report import REPORT_KEY, write_report
+from pipeline.notify.report import REPORT_KEY, write_report
 from pipeline.run import RunOptions, run
 from tests.output_check import write_inventory
 

@@ -12,7 +12,7 @@ import pytest
 from lxml import html as lxml_html
 
 from pipeline.config import Limits
-from pipeline.report import (
+from pipeline.notify.report import (
     REPORT_KEY,
     read_report,
     render_report,

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.config import Limits
-from pipeline.report import write_report
+from pipeline.notify.report import write_report
 from pipeline.run import RunOptions, run
 from tests.output_check import write_inventory
 

@@ -163,10 +163,10 @@ def before_commit() -> Iterator[Any]:
 
     arm.state = state  # type: ignore[attr-defined]
     storage.CLIENT_HOOKS.append(("before-send.s3.PutObject", hook))
-    storage._client.cache_clear()
+    storage.s3._client.cache_clear()
     yield arm
     storage.CLIENT_HOOKS.remove(("before-send.s3.PutObject", hook))
-    storage._client.cache_clear()
+    storage.s3._client.cache_clear()
 
 
 @pytest.mark.parametrize("winner", ["publish", "rollback"])

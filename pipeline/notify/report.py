@@ -18,23 +18,22 @@ from __future__ import annotations
 import base64
 import html
 import io
-import json
 import logging
 from collections.abc import Iterable
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from pipeline import sql, storage
 from pipeline.config import Limits
 from pipeline.errors import ConfigError
-from pipeline.publish import GENERATIONS_FOLDER, read_live, state_files
+from pipeline.layout import GENERATION_MANIFEST, REPORT_KEY, default_state, generation_key
+from pipeline.publish import read_live, state_files
+from pipeline.w3c import parse_w3c
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 log = logging.getLogger(__name__)
 
-REPORT_KEY = "report.html"
 #: Reject reasons of the indexability gate (HTTP status, canonical, robots meta): the
 #: report marks them; every reason in the counts is shown, whatever its name.
 GATE_REASONS = ("not_200", "not_canonical", "noindex", "redirect")
@@ -159,10 +158,9 @@ def trend_points(out: storage.Storage, manifest: dict[str, Any],
         if gen == manifest["generation"]:
             m = manifest
         else:
-            raw = out.read_bytes_or_none(f"{GENERATIONS_FOLDER}/{gen}/manifest.json")
-            if raw is None:
+            m = out.read_json_or_none(generation_key(gen, GENERATION_MANIFEST))
+            if m is None:
                 continue  # garbage-collected
-            m = json.loads(raw)
         c = m.get("counts", {})
         points.append({"generation": gen, "created": m["created"],
                        "published": int(c.get("published", 0)),
@@ -172,7 +170,7 @@ def trend_points(out: storage.Storage, manifest: dict[str, Any],
 
 def report_key(generation: str) -> str:
     """Where a generation's report is, below the state prefix."""
-    return f"{GENERATIONS_FOLDER}/{generation}/{REPORT_KEY}"
+    return generation_key(generation, REPORT_KEY)
 
 
 def freshness(snapshot_uri: str, at: str) -> list[tuple[str, int, str, int, int]] | None:
@@ -181,15 +179,14 @@ def freshness(snapshot_uri: str, at: str) -> list[tuple[str, int, str, int, int]
     cannot be read (garbage-collected)."""
     from pipeline.load import register_parquet
 
-    root, _, key = snapshot_uri.rpartition("/")
-    if not storage.open_storage(root).exists(key):
+    store, key = storage.open_file(snapshot_uri)
+    if not store.exists(key):
         return None
     con = sql.connect()
     try:
         register_parquet(con, "report_snapshot", [snapshot_uri])
         rows = con.execute(sql.load_sql("report_freshness"),
-                           {"at": datetime.strptime(at, "%Y-%m-%dT%H:%M:%SZ")
-                            .replace(tzinfo=UTC)}).fetchall()
+                           {"at": parse_w3c(at)}).fetchall()
     finally:
         con.close()
     return [(str(s), int(n), str(t or ""), int(d1), int(d7)) for s, n, t, d1, d7 in rows]
@@ -295,7 +292,7 @@ def report_prefix(out_uri: str, state_uri: str | None = None, report_to: str | N
                   ) -> str:
     """Where reports go: `report_to` (`--report-to`, `report_to` in the site TOML), else the
     state prefix (default `<out>/_state`)."""
-    return report_to or state_uri or storage.join(out_uri, "_state")
+    return report_to or state_uri or default_state(out_uri)
 
 
 def write_generation_report(out_uri: str, generation: str | None = None, *,
@@ -309,7 +306,7 @@ def write_generation_report(out_uri: str, generation: str | None = None, *,
     """
     out = storage.open_storage(out_uri)
     target = report_prefix(out_uri, state_uri, report_to)
-    state_uri = state_uri or storage.join(out_uri, "_state")
+    state_uri = state_uri or default_state(out_uri)
     live = read_live(out_uri).manifest
     if live is None:
         raise ConfigError(f"{out_uri} has no live generation yet: nothing to report on")
@@ -317,10 +314,9 @@ def write_generation_report(out_uri: str, generation: str | None = None, *,
     if gen == live["generation"]:
         manifest = live
     else:
-        raw = out.read_bytes_or_none(f"{GENERATIONS_FOLDER}/{gen}/manifest.json")
-        if raw is None:
+        manifest = out.read_json_or_none(generation_key(gen, GENERATION_MANIFEST))
+        if manifest is None:
             raise ConfigError(f"generation {gen} has no manifest in {out_uri}")
-        manifest = json.loads(raw)
     fresh = freshness(state_files(state_uri, gen)["snapshot"], manifest["created"])
     body = render_report(manifest, trend_points(out, manifest), limits, fresh).encode("utf-8")
     state = storage.open_storage(target)

@@ -1,0 +1,120 @@
+"""Every key and folder of the output, state and work trees, named once.
+
+Keys are relative to their tree's root and use "/" separators. The stages build their
+paths from these names only, so the trees below are the whole list:
+
+    <out>/                                    served
+      manifest.json                           LIVE_MANIFEST_KEY: the live generation's manifest
+      sitemap_index.xml, sitemap_index-2.xml  root_index_name(n): the root index(es)
+      robots-sitemaps.txt                     ROBOTS_KEY: one "Sitemap: <url>" line per root index
+      feed.atom                               FEED_KEY: the feed of recent changes
+      sitemaps/<section>-<nnnnn>-<digest>.xml.gz   SHARDS_FOLDER: shard files, immutable
+      generations/<id>/                       GENERATIONS_FOLDER: each generation's indexes,
+                                              manifest.json, rolled-back.json (ROLLED_BACK)
+      _lease.json                             LEASE_KEY: the lease a running publish holds
+      .lock, .tmp-*, .sitemaps-write-check-*, _conditional_write_probe.json
+                                              a local lock, temporaries, probes (never listed)
+    <state>/ (default <out>/_state/)          private: never serve it
+      generations/<id>/                       snapshot.parquet, rejects.parquet,
+                                              changes.parquet (STATE_FILES), report.html
+      runs/<run id>/                          RUNS_FOLDER: the DAG's work prefixes
+    <work>/                                   a run's intermediate files
+      normalized.parquet, duplicates.parquet, rejects.parquet      load
+      diffed/part-NNNNN.parquet, changes/part-NNNNN.parquet         diff
+      plan-slices.json, plan-bounds.parquet, planned/part-NNNNN.parquet, shards.json   plan
+      live_keys.json                          the live generation's shard keys at begin
+"""
+
+from __future__ import annotations
+
+# --- the output ------------------------------------------------------------------------------
+
+#: The live generation's full manifest; replaced by one conditional write per publish.
+LIVE_MANIFEST_KEY = "manifest.json"
+#: The root index robots.txt names; more than one index: sitemap_index-2.xml, ...
+ROOT_INDEX_NAME = "sitemap_index.xml"
+#: The regular expression of every root index name (for robots.txt lines this output owns).
+ROOT_INDEX_PATTERN = r"sitemap_index(-[0-9]+)?\.xml"
+#: The prefix of the root indexes after the first (listed to remove stale ones).
+MORE_ROOT_INDEXES_PREFIX = "sitemap_index-"
+#: One "Sitemap: <url>" line per root index (and the feed).
+ROBOTS_KEY = "robots-sitemaps.txt"
+#: The feed of recent changes (written by pipeline.notify), beside the root index.
+FEED_KEY = "feed.atom"
+#: The folder of the shard files, whose keys carry a digest of their content.
+SHARDS_FOLDER = "sitemaps"
+#: Each generation's files: below the output its indexes and manifest, below the state
+#: its snapshot, rejects, changes and report.
+GENERATIONS_FOLDER = "generations"
+#: A generation's own manifest (below GENERATIONS_FOLDER/<id>/).
+GENERATION_MANIFEST = "manifest.json"
+#: Written beside a generation's manifest when a rollback takes it out of service.
+ROLLED_BACK = "rolled-back.json"
+#: The lease a running publish holds (pipeline.lease).
+LEASE_KEY = "_lease.json"
+#: The object the conditional-write probe writes and deletes (at the output root).
+PROBE_KEY = "_conditional_write_probe.json"
+#: The object written and deleted at the root of `--out` to prove it is writable
+#: (a dot name: local listings skip it, and it lives for one request).
+WRITE_CHECK_KEY = ".sitemaps-write-check"
+#: The lock file that makes a local conditional write one step between runs.
+LOCK_NAME = ".lock"
+#: Prefix of a local write's temporary file (beside its target, so os.replace is atomic).
+TEMP_PREFIX = ".tmp-"
+
+# --- the state ---------------------------------------------------------------------------------
+
+#: The state's folder below the output when --state is not given.
+STATE_FOLDER = "_state"
+#: The work prefixes of DAG runs, below the state: runs/<run id>/.
+RUNS_FOLDER = "runs"
+#: A generation's private files (below GENERATIONS_FOLDER/<id>/ of the state), by name.
+STATE_FILES = ("snapshot", "rejects", "changes")
+SNAPSHOT_KEY = "snapshot.parquet"
+#: The run report of a generation.
+REPORT_KEY = "report.html"
+
+# --- the work prefix ---------------------------------------------------------------------------
+
+#: load: every row, normalised; the row ids of duplicates; the rejected rows.
+NORMALIZED_KEY = "normalized.parquet"
+DUPLICATES_KEY = "duplicates.parquet"
+REJECTS_KEY = "rejects.parquet"
+#: diff: the rows to publish and the changes, one Parquet per partition.
+DIFFED_FOLDER = "diffed"
+CHANGES_FOLDER = "changes"
+#: The changes of a generation as one file (below the state's generation folder).
+CHANGES_KEY = "changes.parquet"
+#: plan: the planned rows, one Parquet per slice; the shards; the slices; the boundaries.
+PLANNED_FOLDER = "planned"
+SHARDS_KEY = "shards.json"
+SLICES_KEY = "plan-slices.json"
+BOUNDS_KEY = "plan-bounds.parquet"
+#: The shard keys of the generation live when the run began.
+LIVE_KEYS = "live_keys.json"
+
+
+def root_index_name(n: int) -> str:
+    """sitemap_index.xml, sitemap_index-2.xml, ..."""
+    return ROOT_INDEX_NAME if n == 1 else f"{MORE_ROOT_INDEXES_PREFIX}{n}.xml"
+
+
+def generation_key(generation: str, name: str = "") -> str:
+    """A key below a generation's folder (the folder itself, with a trailing "/", without
+    `name`): `generations/<id>/<name>`."""
+    return f"{GENERATIONS_FOLDER}/{generation}/{name}"
+
+
+def state_file_key(generation: str, name: str) -> str:
+    """The key of one of a generation's private files (a name of STATE_FILES)."""
+    return generation_key(generation, f"{name}.parquet")
+
+
+def part_key(folder: str, n: int) -> str:
+    """The key of part `n` of a fanned-out Parquet: `<folder>/part-NNNNN.parquet`."""
+    return f"{folder}/part-{n:05d}.parquet"
+
+
+def default_state(out_uri: str) -> str:
+    """The state URI when none is given: the private `_state/` folder beside the sitemaps."""
+    return out_uri.rstrip("/") + "/" + STATE_FOLDER

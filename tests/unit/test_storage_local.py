@@ -1,0 +1,103 @@
+"""The local backend's one atomic write (storage.local.atomic_write) on a real folder: the
+old file or the new one, never a half-written one; fsynced; readable as the umask allows;
+and `rewrite` keeps a site's file mode."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from pipeline import storage
+from pipeline.layout import TEMP_PREFIX
+from pipeline.storage.local import atomic_write
+
+
+def leftovers(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir() if p.name.startswith(TEMP_PREFIX))
+
+
+def test_a_write_replaces_the_file_and_leaves_no_temporary(tmp_path: Path) -> None:
+    target = tmp_path / "a" / "b.json"
+    with atomic_write(target) as f:
+        f.write(b"one")
+    with atomic_write(target) as f:
+        f.write(b"two")
+    assert target.read_bytes() == b"two"
+    assert leftovers(target.parent) == []
+
+
+def test_a_write_that_fails_keeps_the_old_file_and_removes_its_temporary(tmp_path: Path) -> None:
+    target = tmp_path / "manifest.json"
+    target.write_bytes(b"old")
+    with pytest.raises(ZeroDivisionError), atomic_write(target) as f:
+        f.write(b"half of the new")
+        assert leftovers(tmp_path)  # written beside the target, under a temporary name
+        _ = 1 / 0
+    assert target.read_bytes() == b"old"
+    assert leftovers(tmp_path) == []
+
+
+def test_the_data_and_the_folder_are_fsynced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                             ) -> None:
+    synced: list[str] = []
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        synced.append("dir" if stat.S_ISDIR(os.fstat(fd).st_mode) else "file")
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    storage.open_storage(str(tmp_path)).write_bytes("x.xml", b"<x/>")
+    assert synced == ["file", "dir"]
+
+
+def test_a_new_file_is_readable_as_the_umask_allows(tmp_path: Path) -> None:
+    umask = os.umask(0o022)
+    os.umask(umask)
+    storage.open_storage(str(tmp_path)).write_bytes("s.xml.gz", b"x")
+    assert stat.S_IMODE((tmp_path / "s.xml.gz").stat().st_mode) == 0o666 & ~umask
+
+
+def test_rewrite_keeps_the_mode_of_a_site_file(tmp_path: Path) -> None:
+    robots = tmp_path / "robots.txt"
+    robots.write_bytes(b"User-agent: *\n")
+    robots.chmod(0o640)
+    store = storage.open_storage(str(tmp_path))
+    store.rewrite("robots.txt", b"Sitemap: https://e.com/s.xml\n", etag=None,
+                  cache_control=storage.CACHE_SHORT)
+    assert robots.read_bytes() == b"Sitemap: https://e.com/s.xml\n"
+    assert stat.S_IMODE(robots.stat().st_mode) == 0o640
+    store.rewrite("new.txt", b"x", etag=None, cache_control=storage.CACHE_SHORT)
+    assert stat.S_IMODE((tmp_path / "new.txt").stat().st_mode) == 0o644
+    assert leftovers(tmp_path) == []
+
+
+def test_put_if_is_the_same_write_behind_a_version_check(tmp_path: Path) -> None:
+    from pipeline.errors import PublishConflict
+
+    store = storage.open_storage(str(tmp_path))
+    store.put_if("manifest.json", b"1", if_match=None)
+    with pytest.raises(PublishConflict):
+        store.put_if("manifest.json", b"2", if_match=None)
+    _, etag = store.read_with_etag("manifest.json")
+    store.put_if("manifest.json", b"2", if_match=etag)
+    with pytest.raises(PublishConflict):
+        store.put_if("manifest.json", b"3", if_match=etag)
+    assert store.read_bytes("manifest.json") == b"2"
+    assert leftovers(tmp_path) == []
+
+
+def test_the_local_backend_answers_what_callers_ask_of_any_store(tmp_path: Path) -> None:
+    store = storage.open_storage(f"file://{tmp_path}")
+    assert store.local_dir == tmp_path
+    store.write_bytes("g/m.json", b'{"a": 1}')
+    assert store.read_json("g/m.json") == {"a": 1}
+    assert store.read_json_or_none("g/missing.json") is None
+    assert store.keys("g/") == ["g/m.json"]
+    assert store.headers("g/m.json") == storage.StoredHeaders()
+    assert store.arrow_input("g/m.json") == str(tmp_path / "g" / "m.json")
+    store.probe_write(".probe")
+    assert os.listdir(tmp_path) == ["g"]
