@@ -87,6 +87,8 @@ CHANGES_FOLDER = "changes"
 CHANGES_KEY = "changes.parquet"
 #: plan: the planned rows, one Parquet per slice; the shards; the slices; the boundaries.
 PLANNED_FOLDER = "planned"
+#: The diffed rows split by plan slice, when there are many slices: `slice=N/*.parquet`.
+SLICE_INPUT_FOLDER = "plan-input"
 SHARDS_KEY = "shards.json"
 SLICES_KEY = "plan-slices.json"
 BOUNDS_KEY = "plan-bounds.parquet"

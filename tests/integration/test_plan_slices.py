@@ -344,3 +344,34 @@ def test_cli_plan_slice_rows(inventory: Path, tmp_path: Path,
         read_output(str(tmp_path / "one"), max_urls=LIMITS.max_urls).lastmods)
     # Sliced: the first run packs each slice on its own, so more files than one pass.
     assert summary["counts"]["sitemaps"] > one["counts"]["sitemaps"]
+
+
+def test_split_input_publishes_what_filtered_slices_do(inventory: Path, tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Many slices read their rows from one split of the diffed rows (plan-input/) instead
+    of each filtering every diffed row: the same files, first run and next run."""
+    from pipeline import plan
+
+    def two_runs(out: Path) -> dict[str, bytes]:
+        run(_opts(inventory, out, plan_slice_rows=SLICE))
+        df = pq.read_table(inventory)
+        half = df.slice(0, 2000)  # a third of the URLs removed, the rest kept
+        pq.write_table(half, tmp_path / f"{out.name}-inv2.parquet")
+        run(_opts(tmp_path / f"{out.name}-inv2.parquet", out, T0 + timedelta(days=1),
+                  plan_slice_rows=SLICE))
+        # the shard files and the root index (manifests and generation folders are named
+        # after each run's own generation id)
+        files = {str(p.relative_to(out)): p.read_bytes() for p in (out / "sitemaps").iterdir()}
+        return {**files, "sitemap_index.xml": (out / "sitemap_index.xml").read_bytes()}
+
+    split_calls: list[int] = []
+    real_split = plan._split_by_slice
+    monkeypatch.setattr(plan, "_split_by_slice",
+                        lambda con, work, slices: split_calls.append(len(slices))
+                        or real_split(con, work, slices))
+    split = two_runs(tmp_path / "split")
+    assert len(split_calls) == 2 and min(split_calls) >= plan.SPLIT_INPUT_SLICES
+    monkeypatch.setattr(plan, "SPLIT_INPUT_SLICES", 10**6)
+    filtered = two_runs(tmp_path / "filtered")
+    assert len(split_calls) == 2  # not split this time
+    assert len(split) > 20 and split == filtered

@@ -110,17 +110,28 @@ def test_end_to_end_on_s3(s3_bucket: Any, tmp_path: Path) -> None:
         k: v for k, v in before.items() if not k.startswith("_state/")}
 
 
-def test_sliced_plan_with_work_files_on_s3(s3_bucket: Any, tmp_path: Path) -> None:
-    # Several planned parts on S3: render opens each, the snapshot is read from all.
-    inv = inventory(tmp_path, 300)
+def test_sliced_plan_with_work_files_on_s3(s3_bucket: Any, tmp_path: Path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    # Several planned parts on S3: render opens each, the snapshot is read from all; with
+    # this many slices, prepare splits the diffed rows by slice (plan-input/ on S3).
+    from pipeline import plan
+
+    split: list[list[list[str]]] = []
+    real = plan._split_by_slice
+    monkeypatch.setattr(plan, "_split_by_slice",
+                        lambda con, work, slices: split.append(real(con, work, slices))
+                        or split[-1])
+    inv = inventory(tmp_path, 420)
     out = s3_bucket.url("sliced")
     kw = {"work": s3_bucket.url("work"), "plan_slice_rows": 60}
     summary = run(opts(inv, out, **kw))
-    assert summary["counts"]["published"] == 300
+    assert summary["counts"]["published"] == 420
+    assert len(split) == 1 and len(split[0]) >= plan.SPLIT_INPUT_SLICES
+    assert all(uri.startswith("s3://") for files in split[0] for uri in files)
     result = read_output(out, max_urls=50)
-    assert len(result.locs) == 300
+    assert len(result.locs) == 420
     again = run(opts(inv, out, run_time=T0 + timedelta(days=1), **kw))
-    assert again["counts"]["unchanged"] == 300 and again["counts"]["shards_written"] == 0
+    assert again["counts"]["unchanged"] == 420 and again["counts"]["shards_written"] == 0
 
 
 def _live(out: str) -> tuple[str, dict[str, Any]]:
