@@ -20,7 +20,6 @@ import contextlib
 import logging
 import os
 import re
-import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -38,11 +37,7 @@ from airflow.sdk import (
 )
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
-try:
-    from sitemaps_sites import SiteConfig, load_sites
-except ModuleNotFoundError:  # parsed outside a DAG bundle: its folder is not on sys.path
-    sys.path.append(str(Path(__file__).resolve().parent))
-    from sitemaps_sites import SiteConfig, load_sites
+from pipeline.sites import SiteConfig, load_sites
 
 log = logging.getLogger("sitemaps.dag")
 
@@ -296,19 +291,9 @@ def build_dag(site: SiteConfig) -> Any:
 
             context = get_current_context()
             params = context["params"]
-            opts = steps.RunOptions(
-                inventory=site.inventory, site_url=site.site_url, out=site.out,
-                public_url=site.public_url, state=site.state_uri, work=site.work_uri,
-                limits=site.limits, run_id=_work_folder_name(context["run_id"]),
-                run_time=_run_time(context), section_depth=site.section_depth,
-                keep_deprecated_tags=site.keep_deprecated_tags,
-                allow_shrink=bool(params["allow_shrink"]),
-                shrink_threshold=site.shrink_threshold,
-                max_reject_share=site.max_reject_share, force=bool(params["force"]),
-                lease_seconds=site.lease_seconds, keep_generations=site.gc_keep,
-                gc_grace_hours=site.gc_grace_hours, format=site.format,
-                diff_partitions=site.diff_partitions, plan_slice_rows=site.plan_slice_rows,
-                report_to=site.report_to,
+            opts = site.run_options(
+                run_id=_work_folder_name(context["run_id"]), run_time=_run_time(context),
+                allow_shrink=bool(params["allow_shrink"]), force=bool(params["force"]),
                 check_writable=not params["dry_run"])  # a dry run writes nothing to out
             with step(site):
                 ctx = steps.begin(opts)
@@ -509,5 +494,5 @@ def build_dag(site: SiteConfig) -> Any:
     return sitemaps()
 
 
-for _site in load_sites():
+for _site in load_sites(default=Path(__file__).resolve().parent / "sites.toml"):
     build_dag(_site)

@@ -35,11 +35,14 @@ from typing import Any, BinaryIO
 from pipeline import storage
 from pipeline.plan import SHARDS_FOLDER
 from pipeline.publish import GENERATIONS_FOLDER, read_live, utcnow
+from pipeline.settings import default_of
 
 log = logging.getLogger(__name__)
 
-DEFAULT_KEEP = 3
-DEFAULT_GRACE_HOURS = 48.0
+#: Generations kept, and the hours a file stays after no kept generation references it
+#: (the run options' defaults).
+DEFAULT_KEEP: int = default_of("keep_generations")
+DEFAULT_GRACE_HOURS: float = default_of("gc_grace_hours")
 #: Generations of the last days kept too: the change feed covers 7 days.
 DEFAULT_KEEP_DAYS = 7.0
 #: A run's own work folder in the temp directory (pipeline.steps.begin makes it).

@@ -33,6 +33,7 @@ from urllib.parse import urlsplit
 from pipeline import integrity, storage
 from pipeline.errors import InternalError, LiveStateCorrupt, PublishConflict, ShrinkRefused
 from pipeline.render import RenderedFile
+from pipeline.settings import default_of
 from pipeline.sitemap_xml import sitemap_index
 from pipeline.urls import Site
 
@@ -46,7 +47,7 @@ GENERATIONS_FOLDER = "generations"
 ROOT_INDEX_NAME = "sitemap_index.xml"
 MANIFEST_FORMAT = 1
 #: Refuse to publish fewer URLs than the live generation by more than this share.
-DEFAULT_SHRINK_THRESHOLD = 0.10
+DEFAULT_SHRINK_THRESHOLD: float = default_of("shrink_threshold")
 
 
 @dataclass

@@ -28,6 +28,7 @@ from pipeline import sql, storage
 from pipeline.config import Limits
 from pipeline.errors import ConfigError
 from pipeline.publish import GENERATIONS_FOLDER, read_live, state_files
+from pipeline.settings import default_state
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -295,7 +296,7 @@ def report_prefix(out_uri: str, state_uri: str | None = None, report_to: str | N
                   ) -> str:
     """Where reports go: `report_to` (`--report-to`, `report_to` in the site TOML), else the
     state prefix (default `<out>/_state`)."""
-    return report_to or state_uri or storage.join(out_uri, "_state")
+    return report_to or state_uri or default_state(out_uri)
 
 
 def write_generation_report(out_uri: str, generation: str | None = None, *,
@@ -309,7 +310,7 @@ def write_generation_report(out_uri: str, generation: str | None = None, *,
     """
     out = storage.open_storage(out_uri)
     target = report_prefix(out_uri, state_uri, report_to)
-    state_uri = state_uri or storage.join(out_uri, "_state")
+    state_uri = state_uri or default_state(out_uri)
     live = read_live(out_uri).manifest
     if live is None:
         raise ConfigError(f"{out_uri} has no live generation yet: nothing to report on")

@@ -29,6 +29,7 @@ from pipeline.publish import (
     snapshot_uri,
     utcnow,
 )
+from pipeline.settings import default_state
 
 log = logging.getLogger(__name__)
 
@@ -172,7 +173,7 @@ def repair(out_uri: str, state_uri: str | None = None) -> dict[str, Any]:
     it is (only its root files are brought in line).
     """
     out = storage.open_storage(out_uri)
-    state_uri = state_uri or storage.join(out_uri, "_state")
+    state_uri = state_uri or default_state(out_uri)
     data, etag = out.read_with_etag(LIVE_MANIFEST_KEY)
     live_gen = None
     if data is not None:
@@ -226,7 +227,7 @@ def rollback(out_uri: str, state_uri: str | None = None, to: str | None = None
     The next run diffs against that generation's snapshot.
     """
     out = storage.open_storage(out_uri)
-    state_uri = state_uri or storage.join(out_uri, "_state")
+    state_uri = state_uri or default_state(out_uri)
     live = read_live(out_uri)  # a broken manifest: LiveStateCorrupt, use repair
     if live.manifest is None:
         raise ConfigError(f"no generation at {out_uri}: nothing to roll back")

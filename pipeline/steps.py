@@ -11,15 +11,13 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Any
 
 from pipeline import storage
-from pipeline.config import Limits
-from pipeline.errors import ConfigError, InternalError, PublishConflict, TooManyRejects
+from pipeline.errors import InternalError, PublishConflict, TooManyRejects
 from pipeline.publish import (
-    DEFAULT_SHRINK_THRESHOLD,
     cross_submission_warning,
     missing_files,
     new_generation_id,
@@ -29,81 +27,17 @@ from pipeline.publish import (
     snapshot_uri,
 )
 from pipeline.render import RenderedFile
+from pipeline.settings import Limits, RunOptions
 from pipeline.urls import Site
 
 log = logging.getLogger(__name__)
 
-#: Fail before publishing when more than this share of input rows is rejected.
-DEFAULT_MAX_REJECT_SHARE = 0.05
 #: The live generation's shard keys at begin (a JSON list under the work prefix).
 LIVE_KEYS = "live_keys.json"
-#: Render batch sizes for mapped tasks: aim for this many uncompressed bytes each.
-DEFAULT_RENDER_BATCH_BYTES = 256 * 1024 * 1024
-
-
-@dataclass
-class RunOptions:
-    """Everything one run needs; the CLI flags and the DAG's site config map onto it."""
-
-    inventory: str
-    site_url: str
-    out: str
-    public_url: str | None = None
-    state: str | None = None
-    work: str | None = None
-    limits: Limits = field(default_factory=Limits)
-    run_id: str | None = None
-    run_time: datetime | None = None
-    section_depth: int = 1
-    #: Write the image tags Google stopped using in 2022 (left out and counted by default).
-    keep_deprecated_tags: bool = False
-    allow_shrink: bool = False
-    shrink_threshold: float = DEFAULT_SHRINK_THRESHOLD
-    max_reject_share: float = DEFAULT_MAX_REJECT_SHARE
-    force: bool = False
-    #: Seconds a lease is held for (0: no lease; the conditional commit still guards races).
-    lease_seconds: float = 0
-    #: Garbage collection after the commit: generations kept, grace hours (None: no gc).
-    keep_generations: int = 3
-    gc_grace_hours: float | None = 48.0
-    #: "xml" sitemaps, or "txt": plain-text sitemaps (one URL a line, same limits).
-    format: str = "xml"
-    #: Diff against this snapshot instead of the live generation's (dry runs from a state URI).
-    compare_snapshot: str | None = None
-    #: Notify after publishing (pipeline.notify): the feed of this many days' changes
-    #: (None: no feed), the HTML run report, IndexNow (off without a key).
-    feed_days: float | None = None
-    report: bool = False
-    #: Where the report goes (None: the state prefix, <state>/generations/<id>/report.html).
-    report_to: str | None = None
-    indexnow_key: str | None = None
-    indexnow_key_location: str | None = None
-    indexnow_endpoint: str | None = None
-    #: Rows the plan works on at a time (None: pipeline.plan.SLICE_ROWS).
-    plan_slice_rows: int | None = None
-    #: Hash partitions of the diff (None: automatic, pipeline.diff.partitions_for: as many
-    #: as keep each join's hash table in DuckDB's memory, at most 4; 1 on a first run).
-    #: The CLI runs them one after the other; the DAG maps the diff task over them.
-    diff_partitions: int | None = None
-    #: Check at begin, before any work, that --out (and --state) can be written; a dry run,
-    #: which writes nothing there, checks only that S3 can be reached.
-    check_writable: bool = True
-    #: Probe once that the output's S3 server refuses a failed conditional write (412)
-    #: before relying on one for the commit; False only for a server known to need it.
-    check_conditional_writes: bool = True
-
-    @property
-    def state_uri(self) -> str:
-        """Default: the private `_state/` folder beside the sitemaps (never serve it)."""
-        return self.state or storage.join(self.out, "_state")
 
 
 def begin(opts: RunOptions) -> dict[str, Any]:
     """Reads the live manifest (its version is what the commit will be conditional on)."""
-    if opts.diff_partitions is not None and opts.diff_partitions < 1:
-        raise ConfigError(f"--diff-partitions must be at least 1, not {opts.diff_partitions}")
-    if opts.plan_slice_rows is not None and opts.plan_slice_rows < 1:
-        raise ConfigError(f"--plan-slice-rows must be at least 1, not {opts.plan_slice_rows}")
     run_time = (opts.run_time or datetime.now(UTC)).astimezone(UTC).replace(microsecond=0)
     site = Site.parse(opts.site_url)
     public = opts.public_url or site.prefix
@@ -163,7 +97,7 @@ def begin(opts: RunOptions) -> dict[str, Any]:
         "keep_generations": opts.keep_generations,
         "gc_grace_hours": opts.gc_grace_hours, "warnings": warnings,
         "plan_slice_rows": opts.plan_slice_rows, "diff_partitions": opts.diff_partitions,
-        "report_to": opts.report_to,
+        "report_to": opts.report_to, "render_batch_bytes": opts.render_batch_bytes,
     }
     # The live shard keys go to a work file, not into the context: a 1B-URL site has over
     # 20,000 of them, and the DAG hands the context to every task through XCom.
@@ -337,13 +271,13 @@ def plan_slice_step(ctx: dict[str, Any], slice: int) -> dict[str, Any]:
             "merged": result.merged, "seconds": round(result.seconds, 3)}
 
 
-def plan_combine_step(ctx: dict[str, Any], batch_bytes: int = DEFAULT_RENDER_BATCH_BYTES
-                      ) -> dict[str, Any]:
+def plan_combine_step(ctx: dict[str, Any], batch_bytes: int | None = None) -> dict[str, Any]:
     """Gathers the slices into `shards.json` and `plan.json`; returns the counts and the
     render batches (lists of shard uids, by bytes)."""
     from pipeline.plan import combine
 
     result = combine(ctx["work"])
+    batch_bytes = batch_bytes or ctx["render_batch_bytes"]
     skip = set() if ctx["force"] else live_keys(ctx)
     batches: list[list[str]] = []
     size = 0
@@ -363,8 +297,7 @@ def plan_combine_step(ctx: dict[str, Any], batch_bytes: int = DEFAULT_RENDER_BAT
     return {**info, "batches": batches}
 
 
-def plan_step(ctx: dict[str, Any], batch_bytes: int = DEFAULT_RENDER_BATCH_BYTES
-              ) -> dict[str, Any]:
+def plan_step(ctx: dict[str, Any], batch_bytes: int | None = None) -> dict[str, Any]:
     """Plans every slice, one after the other, then combines them (the CLI's way)."""
     for index in plan_prepare_step(ctx):
         plan_slice_step(ctx, index)
