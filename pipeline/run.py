@@ -48,15 +48,10 @@ def run(opts: RunOptions, progress: Progress = QUIET) -> dict[str, Any]:
         progress.done(f"generation {summary['generation']} "
                       + ("live" if summary["published"] else "unchanged, still live"))
         seconds["publish"] = round(time.monotonic() - t, 3)
-        if opts.feed_days or opts.report or opts.indexnow_key:
-            from pipeline.notify import notify_step
-
+        if steps.notifies(ctx):
             t = time.monotonic()
             progress.step("notify")
-            summary["notify"] = notify_step(
-                ctx, summary, indexnow_key=opts.indexnow_key,
-                indexnow_endpoint=opts.indexnow_endpoint, key_location=opts.indexnow_key_location,
-                feed_days=opts.feed_days, report=opts.report)
+            summary["notify"] = steps.notify_step(ctx, summary)
             progress.done(_notify_line(summary["notify"]))
             seconds["notify"] = round(time.monotonic() - t, 3)
         progress.step("gc")

@@ -98,6 +98,9 @@ def begin(opts: RunOptions) -> dict[str, Any]:
         "gc_grace_hours": opts.gc_grace_hours, "warnings": warnings,
         "plan_slice_rows": opts.plan_slice_rows, "diff_partitions": opts.diff_partitions,
         "report_to": opts.report_to, "render_batch_bytes": opts.render_batch_bytes,
+        "feed_days": opts.feed_days, "report": opts.report, "indexnow_key": opts.indexnow_key,
+        "indexnow_key_location": opts.indexnow_key_location,
+        "indexnow_endpoint": opts.indexnow_endpoint,
     }
     # The live shard keys go to a work file, not into the context: a 1B-URL site has over
     # 20,000 of them, and the DAG hands the context to every task through XCom.
@@ -404,6 +407,21 @@ def gc_step(ctx: dict[str, Any], dry_run: bool = False) -> dict[str, Any]:
                 grace_hours=ctx["gc_grace_hours"], dry_run=dry_run)
     return {"deleted": len(result["deleted"]), "deleted_state": len(result["deleted_state"]),
             "aborted_uploads": result["aborted_uploads"]}
+
+
+def notifies(ctx: dict[str, Any]) -> bool:
+    """Whether the run has anything to notify: a feed, a report or IndexNow."""
+    return bool(ctx["feed_days"] or ctx["report"] or ctx["indexnow_key"])
+
+
+def notify_step(ctx: dict[str, Any], summary: dict[str, Any]) -> dict[str, Any]:
+    """After publish: the feed, the run report, IndexNow, as the run's options say."""
+    from pipeline.notify import notify_step as notify
+
+    return notify(ctx, summary, indexnow_key=ctx["indexnow_key"],
+                  indexnow_endpoint=ctx["indexnow_endpoint"],
+                  key_location=ctx["indexnow_key_location"], feed_days=ctx["feed_days"],
+                  report=ctx["report"])
 
 
 def dry_run_summary(ctx: dict[str, Any]) -> dict[str, Any]:
