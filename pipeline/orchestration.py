@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
+from pipeline.context import PublishSummary, RunContext, StepResult
 from pipeline.settings import RunOptions, help_text
 from pipeline.sites import SiteConfig
 
@@ -215,6 +216,12 @@ def rollback(site: SiteConfig) -> bool:
     return False
 
 
+def _logged(result: StepResult) -> dict[str, Any]:
+    """Logs the step's summary line (the line the CLI logs) and returns its XCom value."""
+    log.info("%s", result.summary())
+    return result.to_dict()
+
+
 def begin(site: SiteConfig) -> dict[str, Any]:
     """The run context: the site's options with this DAG run's id, time and params."""
     from pipeline import steps
@@ -227,23 +234,16 @@ def begin(site: SiteConfig) -> dict[str, Any]:
         run_id=work_folder_name(context["run_id"]), run_time=run_time(context), **per_run,
         check_writable=not params["dry_run"])  # a dry run writes nothing to out
     with step(site):
-        ctx = steps.begin(opts)
-    ctx["dry_run"] = bool(params["dry_run"])
-    log.info("begin: generation %s at %s, live %s, work %s%s", ctx["generation"],
-             ctx["run_time"], ctx["live_generation"] or "none", ctx["work"],
-             " (dry run)" if ctx["dry_run"] else "")
-    return ctx
+        ctx = dataclasses.replace(steps.begin(opts), dry_run=bool(params["dry_run"]))
+    log.info("%s", ctx.summary())
+    return ctx.to_dict()
 
 
 def load(site: SiteConfig, ctx: dict[str, Any]) -> dict[str, Any]:
     from pipeline import steps
 
     with step(site):
-        counts = steps.load_step(ctx)
-    log.info("load: %s input rows, %s valid, %s rejected %s in %.1f s",
-             f"{counts['input_rows']:,}", f"{counts['valid_rows']:,}",
-             f"{counts['rejected_rows']:,}", counts["rejected"] or "", counts["seconds"])
-    return counts
+        return _logged(steps.load_step(RunContext.from_dict(ctx)))
 
 
 def diff_partitions(site: SiteConfig, ctx: dict[str, Any]) -> list[int]:
@@ -251,7 +251,7 @@ def diff_partitions(site: SiteConfig, ctx: dict[str, Any]) -> list[int]:
     from pipeline import steps
 
     with step(site):
-        partitions = steps.diff_partitions(ctx)
+        partitions = steps.diff_partitions(RunContext.from_dict(ctx))
     log.info("diff: %d partition(s)", partitions)
     return list(range(partitions))
 
@@ -261,21 +261,14 @@ def diff(site: SiteConfig, ctx: dict[str, Any], partition: int) -> dict[str, Any
 
     _label("partition_label", f"partition {partition}")
     with step(site):
-        counts = steps.diff_partition_step(ctx, partition)
-    log.info("diff partition %d of %d: %s", partition, counts["partitions"],
-             ", ".join(f"{k} {v:,}" for k, v in counts.items()
-                       if k not in ("seconds", "partition", "partitions") and isinstance(v, int)))
-    return counts
+        return _logged(steps.diff_partition_step(RunContext.from_dict(ctx), partition))
 
 
 def diff_counts(site: SiteConfig, ctx: dict[str, Any]) -> dict[str, Any]:
     from pipeline import steps
 
     with step(site):
-        counts = steps.diff_combine_step(ctx)
-    log.info("diff: %s", ", ".join(f"{k} {v:,}" for k, v in counts.items()
-                                   if k != "seconds" and isinstance(v, int)))
-    return counts
+        return _logged(steps.diff_combine_step(RunContext.from_dict(ctx)))
 
 
 def plan_slices(site: SiteConfig, ctx: dict[str, Any]) -> list[int]:
@@ -283,7 +276,7 @@ def plan_slices(site: SiteConfig, ctx: dict[str, Any]) -> list[int]:
     from pipeline import steps
 
     with step(site):
-        slices = steps.plan_prepare_step(ctx)
+        slices = steps.plan_prepare_step(RunContext.from_dict(ctx))
     log.info("plan: %d slice(s)", len(slices))
     return slices
 
@@ -293,11 +286,7 @@ def plan(site: SiteConfig, ctx: dict[str, Any], slice: int) -> dict[str, Any]:
 
     _label("slice_label", f"slice {slice}")
     with step(site):
-        counts = steps.plan_slice_step(ctx, slice)
-    log.info("plan slice %d: %s URLs in %d shards (%d split, %d merged) in %.1f s",
-             slice, f"{counts['urls']:,}", counts["shards"], counts["split"],
-             counts["merged"], counts["seconds"])
-    return counts
+        return _logged(steps.plan_slice_step(RunContext.from_dict(ctx), slice))
 
 
 def plan_counts(site: SiteConfig, ctx: dict[str, Any]) -> list[list[str]]:
@@ -305,24 +294,16 @@ def plan_counts(site: SiteConfig, ctx: dict[str, Any]) -> list[list[str]]:
     a dry run's report to XCom `dry_run`, and no batches."""
     from pipeline import steps
 
+    run = RunContext.from_dict(ctx)
     with step(site):
-        info = steps.plan_combine_step(ctx)
-        report = steps.dry_run_summary(ctx) if ctx["dry_run"] else None
-    batches = info.pop("batches")
-    info["batches"] = len(batches)
+        planned = steps.plan_combine_step(run)
+        report = steps.dry_run_summary(run) if run.dry_run else None
     ti = _context()["ti"]
-    ti.xcom_push(key="summary", value=info)
-    log.info("plan: %d shards, %d to render in %d batches (%d split, %d merged)",
-             info["shards"], info["to_render"], len(batches), info["split"], info["merged"])
+    log.info("%s", planned.summary())
+    ti.xcom_push(key="summary", value=planned.counts())
     if report is None:
-        return batches
-    ti.xcom_push(key="dry_run", value=report)
-    c = report["counts"]
-    log.info("dry run: would publish %s URLs in %d sitemaps (%d to write, %d reused, "
-             "%d removed): %s added, %s changed, %s removed; nothing rendered or "
-             "published", f"{c['published']:,}", c["sitemaps"], c["shards_to_write"],
-             c["shards_reused"], c["shards_removed"], f"{c['added']:,}",
-             f"{c['changed']:,}", f"{c['removed']:,}")
+        return planned.batches
+    ti.xcom_push(key="dry_run", value=_logged(report))
     return []
 
 
@@ -332,11 +313,7 @@ def render(site: SiteConfig, ctx: dict[str, Any], batch: list[str]) -> dict[str,
     index = _context()["ti"].map_index
     _label("batch_label", f"batch {index}: {len(batch)} shards")
     with step(site):
-        result = steps.render_step(ctx, batch, name=str(index))
-    log.info("render batch %d: %d of %d shards written, %s URLs, %s gzipped bytes",
-             index, result["written"], len(batch), f"{result['urls']:,}",
-             f"{result['gzip_bytes']:,}")
-    return result
+        return _logged(steps.render_step(RunContext.from_dict(ctx), batch, name=str(index)))
 
 
 def publish(site: SiteConfig, ctx: dict[str, Any], rendered: Any) -> dict[str, Any]:
@@ -345,19 +322,13 @@ def publish(site: SiteConfig, ctx: dict[str, Any], rendered: Any) -> dict[str, A
 
     from pipeline import steps
 
-    if ctx["dry_run"]:
+    run = RunContext.from_dict(ctx)
+    if run.dry_run:
         raise AirflowSkipException("dry run: nothing published")
     # One slice request (iterating would probe past the end).
     uris = [r["uri"] for r in (rendered[:] if rendered is not None else [])]
     with step(site):
-        summary = steps.publish_step(ctx, uris)
-    c = summary["counts"]
-    log.info("publish: generation %s %s: %s URLs in %d sitemaps (%d written, "
-             "%d reused), %s added, %s changed, %s removed", summary["generation"],
-             "published" if summary["published"] else "unchanged, still live",
-             f"{c['published']:,}", c["sitemaps"], c["shards_written"],
-             c["shards_reused"], f"{c['added']:,}", f"{c['changed']:,}", f"{c['removed']:,}")
-    return summary
+        return _logged(steps.publish_step(run, uris))
 
 
 def announce(summary: dict[str, Any], asset: Any) -> None:
@@ -379,23 +350,19 @@ def gc(site: SiteConfig, ctx: dict[str, Any]) -> dict[str, Any]:
     from pipeline import steps
 
     with step(site):
-        counts = steps.gc_step(ctx)
-    log.info("gc: %s", ", ".join(f"{k} {v}" for k, v in counts.items()))
-    return counts
+        return _logged(steps.gc_step(RunContext.from_dict(ctx)))
 
 
 def notify(site: SiteConfig, ctx: dict[str, Any], summary: dict[str, Any]) -> dict[str, Any]:
     from pipeline import steps
 
     with step(site):
-        counts = steps.notify_step(ctx, summary)
-    log.info("notify: %s", ", ".join(f"{k} {v}" for k, v in counts.items()))
-    return counts
+        return _logged(steps.notify_step(RunContext.from_dict(ctx), PublishSummary(**summary)))
 
 
 def finish(site: SiteConfig, ctx: dict[str, Any]) -> None:
     from pipeline import steps
 
     with step(site):
-        steps.finish(ctx)
+        steps.finish(RunContext.from_dict(ctx))
     log.info("finish: removed the work files under %s", ctx["work"])
