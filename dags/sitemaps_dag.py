@@ -156,7 +156,8 @@ def build_dag(site: SiteConfig) -> Any:
         def finish(ctx: dict[str, Any]) -> None:
             run.finish(site, ctx)
 
-        ctx = begin()
+        # XComArgs: each stands for a task's return value at run time.
+        ctx: Any = begin()
         rollback() >> ctx
         partitions = diff_partitions(ctx)
         diffed = diff.partial(ctx=ctx).expand(partition=partitions)
@@ -166,8 +167,8 @@ def build_dag(site: SiteConfig) -> Any:
         planned = plan.partial(ctx=ctx).expand(slice=slices)
         batches = plan_counts(ctx)
         chain(planned, batches)
-        rendered = render.partial(ctx=ctx).expand(batch=batches)
-        published = publish(ctx, rendered)
+        rendered: Any = render.partial(ctx=ctx).expand(batch=batches)
+        published: Any = publish(ctx, rendered)
         published >> [gc(ctx), finish(ctx)]
         notify(ctx, published)
         announce(published)

@@ -317,7 +317,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
     scratch = None
     if args.out:
         live = read_live(args.out)
-        site_url = site_url or (live.manifest or {}).get("site_url")
+        site_url = site_url or (live.manifest["site_url"] if live.manifest else None)
         out = args.out
     else:
         out = scratch = tempfile.mkdtemp(prefix="sitemaps-diff-")

@@ -22,7 +22,6 @@ runs older than the grace period go too.
 from __future__ import annotations
 
 import fcntl
-import json
 import logging
 import os
 import shutil
@@ -32,7 +31,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from pipeline import manifest as manifest_model
 from pipeline import storage
+from pipeline.manifest import Manifest
 from pipeline.plan import SHARDS_FOLDER
 from pipeline.publish import GENERATIONS_FOLDER, read_live, utcnow
 from pipeline.settings import default_of
@@ -59,7 +60,7 @@ def referenced_keys(out: storage.Storage, generations: list[str]) -> set[str]:
         raw = out.read_bytes_or_none(f"{GENERATIONS_FOLDER}/{gen}/manifest.json")
         if raw is None:
             continue
-        m = json.loads(raw)
+        m = manifest_model.loads(raw)
         keys.add(f"{GENERATIONS_FOLDER}/{gen}/manifest.json")
         keys.add(f"{GENERATIONS_FOLDER}/{gen}/report.html")
         keys.add(f"{GENERATIONS_FOLDER}/{gen}/rolled-back.json")  # pipeline.status.ROLLED_BACK
@@ -124,7 +125,7 @@ def decide(out_uri: str, state_uri: str, *, keep: int = DEFAULT_KEEP,
                     temporaries, state_temporaries)
 
 
-def live_keys(manifest: dict[str, Any]) -> set[str]:
+def live_keys(manifest: Manifest) -> set[str]:
     return {s["key"] for s in manifest["sitemaps"]} | {
         i["generation_key"] for i in manifest["indexes"]}
 

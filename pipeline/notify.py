@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 from xml.sax.saxutils import escape, quoteattr
 
+from pipeline import manifest as manifest_model
 from pipeline import sql, storage
 from pipeline.errors import ConfigError
 from pipeline.publish import (
@@ -44,6 +45,7 @@ from pipeline.publish import (
 
 if TYPE_CHECKING:
     from pipeline.context import RunContext
+    from pipeline.manifest import Manifest
 
 log = logging.getLogger(__name__)
 
@@ -182,7 +184,7 @@ def merge_robots(robots_uri: str, sitemap_urls: list[str], out_public_prefix: st
     return True
 
 
-def output_sitemap_urls(out_uri: str, manifest: dict[str, Any]) -> list[str]:
+def output_sitemap_urls(out_uri: str, manifest: Manifest) -> list[str]:
     """The URLs robots.txt should name for an output: its root index(es), then its feed."""
     urls = [i["url"] for i in manifest["indexes"]]
     if storage.open_storage(out_uri).exists(FEED_KEY):
@@ -211,12 +213,12 @@ def _parse_w3c(value: str) -> datetime:
     return datetime.strptime(value, _W3C).replace(tzinfo=UTC)
 
 
-def _generation_manifest(out: storage.Storage, live: dict[str, Any], gen: str
-                         ) -> dict[str, Any] | None:
+def _generation_manifest(out: storage.Storage, live: Manifest, gen: str
+                         ) -> Manifest | None:
     if gen == live["generation"]:
         return live
     raw = out.read_bytes_or_none(f"{GENERATIONS_FOLDER}/{gen}/manifest.json")
-    return json.loads(raw) if raw else None
+    return manifest_model.loads(raw) if raw else None
 
 
 def _exists(uri: str) -> bool:
@@ -224,7 +226,7 @@ def _exists(uri: str) -> bool:
     return store.exists(key)
 
 
-def recent_generations(out_uri: str, live: dict[str, Any], *, days: float, now: datetime,
+def recent_generations(out_uri: str, live: Manifest, *, days: float, now: datetime,
                        state_uri: str | None = None) -> list[tuple[str, datetime, str]]:
     """(generation, created, changes URI) of the live history newer than `days` before `now`.
 
@@ -507,7 +509,8 @@ def publish_indexnow_key(target: str | storage.Storage, key: str,
     check_indexnow_key(key)
     store = storage.open_storage(target) if isinstance(target, str) else target
     if public_url is None and isinstance(target, str):
-        public_url = (read_live(target).manifest or {}).get("public_url")
+        live = read_live(target).manifest
+        public_url = live["public_url"] if live else None
     name = indexnow_key_name(key, key_location, public_url)
     if key_location is None and public_url and urlsplit(public_url).path not in ("", "/"):
         log.warning("notify: the IndexNow key file goes to %s, which is not the host's root; "

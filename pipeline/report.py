@@ -18,15 +18,16 @@ from __future__ import annotations
 import base64
 import html
 import io
-import json
 import logging
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from pipeline import manifest as manifest_model
 from pipeline import sql, storage
 from pipeline.config import Limits
 from pipeline.errors import ConfigError
+from pipeline.manifest import Manifest, SitemapEntry
 from pipeline.publish import GENERATIONS_FOLDER, read_live, state_files
 from pipeline.settings import default_state
 
@@ -82,7 +83,7 @@ def _figure(width: float, height: float) -> Figure:
     return Figure(figsize=(width, height), layout="constrained")
 
 
-def shard_fill_chart(sitemaps: list[dict[str, Any]], limits: Limits) -> str:
+def shard_fill_chart(sitemaps: list[SitemapEntry], limits: Limits) -> str:
     """URLs and uncompressed bytes of each shard as a share of the limits."""
     fig = _figure(11, 4)
     ax = fig.add_subplot()
@@ -108,7 +109,7 @@ def shard_fill_chart(sitemaps: list[dict[str, Any]], limits: Limits) -> str:
     return _png(fig, "Shard fill: URLs and bytes per sitemap file against the limits")
 
 
-def sections(sitemaps: list[dict[str, Any]]) -> list[tuple[str, int, int, int]]:
+def sections(sitemaps: list[SitemapEntry]) -> list[tuple[str, int, int, int]]:
     """(section, URLs, files, uncompressed bytes), largest first."""
     acc: dict[str, list[int]] = {}
     for s in sitemaps:
@@ -152,7 +153,7 @@ def trend_chart(trend: list[dict[str, Any]]) -> str:
     return _png(fig, "Trend of published URLs and changes per generation")
 
 
-def trend_points(out: storage.Storage, manifest: dict[str, Any],
+def trend_points(out: storage.Storage, manifest: Manifest,
                  limit: int = TREND_GENERATIONS) -> list[dict[str, Any]]:
     """Counts of the generations in `manifest`'s history still stored, oldest first."""
     points = []
@@ -163,7 +164,7 @@ def trend_points(out: storage.Storage, manifest: dict[str, Any],
             raw = out.read_bytes_or_none(f"{GENERATIONS_FOLDER}/{gen}/manifest.json")
             if raw is None:
                 continue  # garbage-collected
-            m = json.loads(raw)
+            m = manifest_model.loads(raw)
         c = m.get("counts", {})
         points.append({"generation": gen, "created": m["created"],
                        "published": int(c.get("published", 0)),
@@ -196,13 +197,14 @@ def freshness(snapshot_uri: str, at: str) -> list[tuple[str, int, str, int, int]
     return [(str(s), int(n), str(t or ""), int(d1), int(d7)) for s, n, t, d1, d7 in rows]
 
 
-def _freshness_table(manifest: dict[str, Any], fresh: list[tuple[str, int, str, int, int]] | None
+def _freshness_table(manifest: Manifest, fresh: list[tuple[str, int, str, int, int]] | None
                      ) -> str:
     if fresh is None:  # the snapshot is gone: the newest lastmod per section from the manifest
         newest: dict[str, str] = {}
         for s in manifest.get("sitemaps", []):
-            if s.get("lastmod") and s["lastmod"] > newest.get(s["section"], ""):
-                newest[s["section"]] = s["lastmod"]
+            lastmod = s.get("lastmod")
+            if lastmod and lastmod > newest.get(s["section"], ""):
+                newest[s["section"]] = lastmod
         return ("<p class=\"muted\">The generation's snapshot is gone: newest lastmod only "
                 "(from the manifest).</p>" + _table(["section", "newest lastmod"],
                                                      sorted(newest.items()), "freshness"))
@@ -225,7 +227,7 @@ def _rejects_table(counts: dict[str, Any]) -> str:
     return _table(["reason", "rows", "share of input", "check"], rows, "rejects")
 
 
-def render_report(manifest: dict[str, Any], trend: list[dict[str, Any]],
+def render_report(manifest: Manifest, trend: list[dict[str, Any]],
                   limits: Limits | None = None,
                   fresh: list[tuple[str, int, str, int, int]] | None = None) -> str:
     """The HTML page for one generation's manifest; `fresh`: its per-section freshness
@@ -321,7 +323,7 @@ def write_generation_report(out_uri: str, generation: str | None = None, *,
         raw = out.read_bytes_or_none(f"{GENERATIONS_FOLDER}/{gen}/manifest.json")
         if raw is None:
             raise ConfigError(f"generation {gen} has no manifest in {out_uri}")
-        manifest = json.loads(raw)
+        manifest = manifest_model.loads(raw)
     fresh = freshness(state_files(state_uri, gen)["snapshot"], manifest["created"])
     body = render_report(manifest, trend_points(out, manifest), limits, fresh).encode("utf-8")
     state = storage.open_storage(target)

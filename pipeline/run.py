@@ -13,7 +13,7 @@ from typing import Any
 
 from pipeline import steps
 from pipeline.progress import QUIET, Progress
-from pipeline.steps import RunOptions
+from pipeline.settings import RunOptions
 
 __all__ = ["RunOptions", "dry_run", "run"]
 

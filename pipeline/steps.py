@@ -29,6 +29,7 @@ from pipeline.context import (
     RunContext,
 )
 from pipeline.errors import InternalError, PublishConflict, TooManyRejects
+from pipeline.manifest import Manifest
 from pipeline.publish import (
     cross_submission_warning,
     missing_files,
@@ -113,8 +114,8 @@ def begin(opts: RunOptions) -> RunContext:
     # The live shard keys go to a work file, not into the context: a 1B-URL site has over
     # 20,000 of them, and the DAG hands the context to every task through XCom.
     try:
-        _save(ctx, LIVE_KEYS, sorted(s["key"] for s in (live.manifest or {}).get("sitemaps", [])
-                                     if s["key"] not in gone))
+        _save(ctx, LIVE_KEYS, sorted(s["key"] for s in (live.manifest["sitemaps"] if live.manifest
+                                                         else []) if s["key"] not in gone))
     except BaseException:
         if ctx.own_work:  # our temp folder: no finish will remove it
             import shutil
@@ -370,7 +371,8 @@ def publish_step(ctx: RunContext, render_uris: list[str]) -> PublishSummary:
     live = read_live(ctx.out)
     if live.generation == ctx.generation:
         # A retry of a publish that had committed: report it as published, change nothing.
-        return _summary(ctx, live.manifest or {}, True, counts)
+        assert live.manifest is not None
+        return _summary(ctx, live.manifest, True, counts)
     if live.etag != ctx.live_etag:
         # Published since begin: the conditional write would refuse, and the shards this
         # run reused may be gone from the new live manifest.
@@ -392,7 +394,7 @@ def publish_step(ctx: RunContext, render_uris: list[str]) -> PublishSummary:
     return _summary(ctx, result.manifest, result.published, counts)
 
 
-def _summary(ctx: RunContext, m: dict[str, Any], published: bool,
+def _summary(ctx: RunContext, m: Manifest, published: bool,
              counts: dict[str, Any]) -> PublishSummary:
     return PublishSummary(
         generation=m["generation"], published=published, out=ctx.out,
