@@ -196,22 +196,30 @@ class RunOptions:
             opt: Option = f.metadata["option"]
             value = getattr(self, f.name)
             if opt.choices and value not in opt.choices:
-                raise ConfigError(f"{site_key(f)} must be one of {', '.join(opt.choices)}, not "
-                                  f"{value!r} ({flag(f)})")
+                raise OptionError(f, f"must be one of {', '.join(opt.choices)}, not {value!r}")
             if value is None or isinstance(value, bool) or not isinstance(value, int | float):
                 continue
             if opt.minimum is not None and opt.maximum is not None \
                     and not opt.minimum <= value <= opt.maximum:
-                raise ConfigError(f"{site_key(f)} must be {opt.minimum:g}..{opt.maximum:g}, not "
-                                  f"{value} ({flag(f)})")
+                raise OptionError(f, f"must be {opt.minimum:g}..{opt.maximum:g}, not {value}")
             if opt.minimum is not None and value < opt.minimum:
-                raise ConfigError(f"{site_key(f)} must be at least {opt.minimum:g}, not {value} "
-                                  f"({flag(f)})")
+                raise OptionError(f, f"must be at least {opt.minimum:g}, not {value}")
 
     @property
     def state_uri(self) -> str:
         """Default: the private `_state/` folder beside the sitemaps (never serve it)."""
         return self.state or default_state(self.out)
+
+
+class OptionError(ConfigError):
+    """A run option out of its range; named by its site key (`for_flag`: by its flag)."""
+
+    def __init__(self, f: dataclasses.Field[Any], rule: str) -> None:
+        super().__init__(f"{site_key(f) or f.name} {rule}")
+        self.field, self.rule = f, rule
+
+    def for_flag(self) -> ConfigError:
+        return ConfigError(f"{flag(self.field) or self.field.name} {self.rule}")
 
 
 def default_state(out: str) -> str:
@@ -297,7 +305,10 @@ def from_args(args: argparse.Namespace, **overrides: Any) -> RunOptions:
                               if f.name in given}
     if limits:
         values["limits"] = Limits(**limits)
-    return RunOptions(**{**values, **overrides})
+    try:
+        return RunOptions(**{**values, **overrides})
+    except OptionError as exc:
+        raise exc.for_flag() from None
 
 
 @dataclass(frozen=True)

@@ -187,7 +187,7 @@ def test_a_rollback_racing_a_publish(s3_bucket: Any, tmp_path: Path, before_comm
             before_commit(lambda: steps.publish_step(ctx, [uri]))
             with pytest.raises(PublishConflict, match="while rolling back") as exc:
                 rollback(out)
-            live = before_commit.state["result"]["generation"]
+            live = before_commit.state["result"].generation
             assert live == ctx.generation and _live(out)["previous"] == b
         else:
             # The publish passed its own check; the rollback commits just before its swap.

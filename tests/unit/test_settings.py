@@ -68,10 +68,17 @@ def test_every_option_is_reachable_or_deliberately_internal() -> None:
     ({"format": "html"}, "format must be one of xml, txt"),
     ({"lease_seconds": -1}, "lease_seconds must be at least 0"),
 ])
-def test_bad_values_are_config_errors_that_name_key_and_flag(kw: dict[str, object],
-                                                             message: str) -> None:
+def test_bad_values_are_config_errors_that_name_the_key(kw: dict[str, object],
+                                                        message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         RunOptions(**REQUIRED, **kw)  # type: ignore[arg-type]
+
+
+def test_on_the_command_line_a_bad_value_names_its_flag() -> None:
+    with pytest.raises(ConfigError, match="--keep-generations must be at least 1, not 0"):
+        _cli("--keep-generations", "0")
+    with pytest.raises(ConfigError, match="--shrink-threshold must be 0..1, not 1.5"):
+        _cli("--shrink-threshold", "1.5")
 
 
 def test_environment_is_read_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
