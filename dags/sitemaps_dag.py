@@ -25,6 +25,7 @@ from airflow.sdk import Asset, AssetOrTimeSchedule, CronTriggerTimetable, chain,
 
 from pipeline import orchestration as run
 from pipeline.orchestration import TASK_DOCS, step
+from pipeline.settings import Environment
 from pipeline.sites import SiteConfig, load_sites
 
 __all__ = ["build_dag", "step"]
@@ -89,7 +90,7 @@ def build_dag(site: SiteConfig) -> Any:
         asset=site.inventory_asset_uri, work=site.work_uri, shrink=site.shrink_threshold,
         diff_partitions=site.diff_partitions or "automatic, one per 50,000,000 valid rows",
         plan_slice_rows=f"{site.plan_slice_rows:,}" if site.plan_slice_rows
-        else "4,000,000 (the default, `SITEMAPS_PLAN_SLICE_ROWS`)")
+        else f"{Environment().plan_slice_rows:,} (the default, `SITEMAPS_PLAN_SLICE_ROWS`)")
 
     @dag(dag_id=site.dag_id, description=f"Sitemaps of {site.site_url}",
          schedule=AssetOrTimeSchedule(timetable=timetable, assets=[inventory_asset]),

@@ -414,7 +414,7 @@ def describe_unexpected(exc: BaseException) -> tuple[int, str]:
     try:
         from botocore.exceptions import BotoCoreError, NoCredentialsError
     except ImportError:  # pragma: no cover - boto3 is a dependency
-        BotoCoreError = NoCredentialsError = ()  # type: ignore[assignment,misc]
+        BotoCoreError = NoCredentialsError = ()  # type: ignore[assignment,misc,unused-ignore]
     if isinstance(exc, NoCredentialsError):
         from pipeline.preflight import NO_CREDENTIALS
 
