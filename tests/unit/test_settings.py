@@ -93,3 +93,15 @@ def test_environment_is_read_when_asked(monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.setenv("SITEMAPS_S3_ATTEMPTS", "five")
     with pytest.raises(ConfigError, match="SITEMAPS_S3_ATTEMPTS"):
         environment()
+
+
+def test_every_environment_variable_the_code_names_is_in_the_model() -> None:
+    """settings.Environment lists (and documents) every SITEMAPS_* variable."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    named = {m for p in [*(root / "pipeline").glob("*.py"), *(root / "dags").glob("*.py")]
+             for m in re.findall(r"\bSITEMAPS_[A-Z_]+[A-Z]", p.read_text())}
+    known = {Environment.variable(f.name) for f in dataclasses.fields(Environment)}
+    assert named and named <= known, named - known
