@@ -23,7 +23,7 @@ from typing import Any
 
 from airflow.sdk import Asset, AssetOrTimeSchedule, CronTriggerTimetable, chain, dag, task
 
-from pipeline import orchestration as run
+from pipeline import orchestration as adapter
 from pipeline.orchestration import TASK_DOCS, step
 from pipeline.settings import Environment
 from pipeline.sites import SiteConfig, load_sites
@@ -95,67 +95,67 @@ def build_dag(site: SiteConfig) -> Any:
     @dag(dag_id=site.dag_id, description=f"Sitemaps of {site.site_url}",
          schedule=AssetOrTimeSchedule(timetable=timetable, assets=[inventory_asset]),
          start_date=START_DATE, catchup=False, max_active_runs=1, default_args=DEFAULT_ARGS,
-         tags=["sitemaps", *site.tags], doc_md=doc, params=run.params())
+         tags=["sitemaps", *site.tags], doc_md=doc, params=adapter.params())
     def sitemaps() -> None:
         @task.short_circuit(doc_md=TASK_DOCS["rollback"])
         def rollback() -> bool:
-            return run.rollback(site)
+            return adapter.rollback(site)
 
         @task(doc_md=TASK_DOCS["begin"].format(conn=site.aws_conn_id or "(environment)"))
         def begin() -> dict[str, Any]:
-            return run.begin(site)
+            return adapter.begin(site)
 
         @task(doc_md=TASK_DOCS["load"])
         def load(ctx: dict[str, Any]) -> dict[str, Any]:
-            return run.load(site, ctx)
+            return adapter.load(site, ctx)
 
         @task(doc_md=TASK_DOCS["diff_partitions"])
         def diff_partitions(ctx: dict[str, Any]) -> list[int]:
-            return run.diff_partitions(site, ctx)
+            return adapter.diff_partitions(site, ctx)
 
         @task(doc_md=TASK_DOCS["diff"], map_index_template="{{ partition_label }}")
         def diff(ctx: dict[str, Any], partition: int) -> dict[str, Any]:
-            return run.diff(site, ctx, partition)
+            return adapter.diff(site, ctx, partition)
 
         @task(doc_md=TASK_DOCS["diff_counts"])
         def diff_counts(ctx: dict[str, Any]) -> dict[str, Any]:
-            return run.diff_counts(site, ctx)
+            return adapter.diff_counts(site, ctx)
 
         @task(doc_md=TASK_DOCS["plan_slices"])
         def plan_slices(ctx: dict[str, Any]) -> list[int]:
-            return run.plan_slices(site, ctx)
+            return adapter.plan_slices(site, ctx)
 
         @task(doc_md=TASK_DOCS["plan"], map_index_template="{{ slice_label }}")
         def plan(ctx: dict[str, Any], slice: int) -> dict[str, Any]:
-            return run.plan(site, ctx, slice)
+            return adapter.plan(site, ctx, slice)
 
         @task(doc_md=TASK_DOCS["plan_counts"])
         def plan_counts(ctx: dict[str, Any]) -> list[list[str]]:
-            return run.plan_counts(site, ctx)
+            return adapter.plan_counts(site, ctx)
 
         @task(doc_md=TASK_DOCS["render"], map_index_template="{{ batch_label }}")
         def render(ctx: dict[str, Any], batch: list[str]) -> dict[str, Any]:
-            return run.render(site, ctx, batch)
+            return adapter.render(site, ctx, batch)
 
         @task(doc_md=TASK_DOCS["publish"], trigger_rule="none_failed")
         def publish(ctx: dict[str, Any], rendered: list[dict[str, Any]]) -> dict[str, Any]:
-            return run.publish(site, ctx, rendered)
+            return adapter.publish(site, ctx, rendered)
 
         @task(doc_md=TASK_DOCS["announce"], outlets=[manifest_asset])
         def announce(summary: dict[str, Any]) -> None:
-            run.announce(summary, manifest_asset)
+            adapter.announce(summary, manifest_asset)
 
         @task(doc_md=TASK_DOCS["gc"])
         def gc(ctx: dict[str, Any]) -> dict[str, Any]:
-            return run.gc(site, ctx)
+            return adapter.gc(site, ctx)
 
         @task(doc_md=TASK_DOCS["notify"])
         def notify(ctx: dict[str, Any], summary: dict[str, Any]) -> dict[str, Any]:
-            return run.notify(site, ctx, summary)
+            return adapter.notify(site, ctx, summary)
 
         @task(doc_md=TASK_DOCS["finish"], trigger_rule="none_failed")
         def finish(ctx: dict[str, Any]) -> None:
-            run.finish(site, ctx)
+            adapter.finish(site, ctx)
 
         # XComArgs: each stands for a task's return value at run time.
         ctx: Any = begin()
