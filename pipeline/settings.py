@@ -193,17 +193,9 @@ class RunOptions:
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
-            opt: Option = f.metadata["option"]
-            value = getattr(self, f.name)
-            if opt.choices and value not in opt.choices:
-                raise OptionError(f, f"must be one of {', '.join(opt.choices)}, not {value!r}")
-            if value is None or isinstance(value, bool) or not isinstance(value, int | float):
-                continue
-            if opt.minimum is not None and opt.maximum is not None \
-                    and not opt.minimum <= value <= opt.maximum:
-                raise OptionError(f, f"must be {opt.minimum:g}..{opt.maximum:g}, not {value}")
-            if opt.minimum is not None and value < opt.minimum:
-                raise OptionError(f, f"must be at least {opt.minimum:g}, not {value}")
+            problem = check(f, getattr(self, f.name))
+            if problem:
+                raise ConfigError(f"{site_key(f) or f.name} {problem}")
 
     @property
     def state_uri(self) -> str:
@@ -211,15 +203,22 @@ class RunOptions:
         return self.state or default_state(self.out)
 
 
-class OptionError(ConfigError):
-    """A run option out of its range; named by its site key (`for_flag`: by its flag)."""
+def check(f: dataclasses.Field[Any], value: Any) -> str | None:
+    """What is wrong with `value` for field `f` (its Option's bounds and choices), or None.
 
-    def __init__(self, f: dataclasses.Field[Any], rule: str) -> None:
-        super().__init__(f"{site_key(f) or f.name} {rule}")
-        self.field, self.rule = f, rule
-
-    def for_flag(self) -> ConfigError:
-        return ConfigError(f"{flag(self.field) or self.field.name} {self.rule}")
+    RunOptions raises it naming the site key; the command line names the flag instead.
+    """
+    opt: Option = f.metadata["option"]
+    if opt.choices and value not in opt.choices:
+        return f"must be one of {', '.join(opt.choices)}, not {value!r}"
+    if value is None or isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if opt.minimum is not None and opt.maximum is not None \
+            and not opt.minimum <= value <= opt.maximum:
+        return f"must be {opt.minimum:g}..{opt.maximum:g}, not {value}"
+    if opt.minimum is not None and value < opt.minimum:
+        return f"must be at least {opt.minimum:g}, not {value}"
+    return None
 
 
 def default_state(out: str) -> str:
@@ -301,14 +300,16 @@ def from_args(args: argparse.Namespace, **overrides: Any) -> RunOptions:
     """The run options of parsed flags (see `add_arguments`); `overrides` win."""
     given = vars(args)
     limits = {k.removeprefix("limits."): v for k, v in given.items() if k.startswith("limits.")}
-    values: dict[str, Any] = {f.name: given[f.name] for f in dataclasses.fields(RunOptions)
-                              if f.name in given}
+    values: dict[str, Any] = {}
+    for f in dataclasses.fields(RunOptions):
+        if f.name in given:
+            problem = check(f, given[f.name])
+            if problem:
+                raise ConfigError(f"{flag(f)} {problem}")
+            values[f.name] = given[f.name]
     if limits:
         values["limits"] = Limits(**limits)
-    try:
-        return RunOptions(**{**values, **overrides})
-    except OptionError as exc:
-        raise exc.for_flag() from None
+    return RunOptions(**{**values, **overrides})
 
 
 @dataclass(frozen=True)
