@@ -17,17 +17,21 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from pipeline.settings import Limits
+from pipeline.settings import Limits, RunOptions
 
 
 @dataclass(frozen=True)
 class RunContext:
-    """What every step of one run knows: its inputs, outputs and settings, fixed at begin."""
+    """What every step of one run knows, fixed at begin: the run's options as given, and what
+    begin made of them (the resolved URIs, the generation, the live version it started from).
+    """
 
-    inventory: str
+    #: The run options as given (a step reads its option here: `ctx.options.force`).
+    options: RunOptions
+    #: The site's URL prefix (normalised) and where the sitemaps are served.
     site_url: str
-    out: str
     public_url: str
+    out: str
     #: The state prefix (snapshots, reports) and this run's work folder.
     state: str
     work: str
@@ -41,28 +45,10 @@ class RunContext:
     live_generation: str | None
     #: The snapshot the diff compares with (None: a first run).
     snapshot: str | None
-    limits: Limits
-    section_depth: int
-    keep_deprecated_tags: bool
-    allow_shrink: bool
-    shrink_threshold: float
-    max_reject_share: float
-    force: bool
+    #: The run holds the output's lease (as `lease_owner`), renewed at each step.
     lease: bool
     lease_owner: str
-    format: str
-    keep_generations: int
-    gc_grace_hours: float | None
     warnings: tuple[str, ...]
-    plan_slice_rows: int | None
-    diff_partitions: int | None
-    report_to: str | None
-    render_batch_bytes: int
-    feed_days: float | None
-    report: bool
-    indexnow_key: str | None
-    indexnow_key_location: str | None
-    indexnow_endpoint: str | None
     #: A dry run (the DAG's param): plan is the last step, nothing is published.
     dry_run: bool = False
 
@@ -79,11 +65,16 @@ class RunContext:
         """JSON-able: what XCom carries between tasks."""
         d = dataclasses.asdict(self)
         d["warnings"] = list(self.warnings)
+        when = self.options.run_time
+        d["options"]["run_time"] = when.isoformat() if when else None
         return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> RunContext:
-        return cls(**{**d, "limits": Limits(**d["limits"]), "warnings": tuple(d["warnings"])})
+        o = d["options"]
+        options = RunOptions(**{**o, "limits": Limits(**o["limits"]), "run_time": (
+            datetime.fromisoformat(o["run_time"]) if o["run_time"] else None)})
+        return cls(**{**d, "options": options, "warnings": tuple(d["warnings"])})
 
 
 class StepResult:

@@ -555,18 +555,18 @@ def notify_step(ctx: RunContext, summary: dict[str, Any], *,
 
     out_uri = ctx.out
     out = storage.open_storage(out_uri)
-    limits = ctx.limits
+    limits = ctx.options.limits
     result: dict[str, Any] = {"generation": summary["generation"]}
     if not summary.get("published"):
         result["skipped"] = "unchanged"
         if feed_days and not out.exists(FEED_KEY):
             result["feed_entries"] = write_feed(out_uri, days=feed_days)["entries"]
-        reports = run_report.report_prefix(out_uri, ctx.state, ctx.report_to)
+        reports = run_report.report_prefix(out_uri, ctx.state, ctx.options.report_to)
         if report and not storage.open_storage(reports).exists(
                 run_report.report_key(summary["generation"])):
             result["report"] = run_report.write_report(out_uri, limits=limits,
                                                        state_uri=ctx.state,
-                                                       report_to=ctx.report_to)
+                                                       report_to=ctx.options.report_to)
         return result
 
     if feed_days:
@@ -577,7 +577,7 @@ def notify_step(ctx: RunContext, summary: dict[str, Any], *,
             repair_root(out, live)  # robots-sitemaps.txt lists the feed once it exists
     if report:
         result["report"] = run_report.write_report(out_uri, limits=limits, state_uri=ctx.state,
-                                                   report_to=ctx.report_to)
+                                                   report_to=ctx.options.report_to)
 
     if not indexnow_key:
         return result

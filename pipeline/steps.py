@@ -95,22 +95,12 @@ def begin(opts: RunOptions) -> RunContext:
     for w in warnings:
         log.warning("%s", w)
     ctx = RunContext(
-        inventory=opts.inventory, site_url=site.prefix, out=opts.out, public_url=public,
+        options=opts, site_url=site.prefix, public_url=public, out=opts.out,
         state=opts.state_uri,
         work=storage.join(base, opts.run_id or generation) if opts.work else base,
         own_work=opts.work is None, run_time=run_time.isoformat(), generation=generation,
         live_etag=live.etag, live_generation=live.generation, snapshot=snapshot,
-        limits=opts.limits, section_depth=opts.section_depth,
-        keep_deprecated_tags=opts.keep_deprecated_tags, allow_shrink=opts.allow_shrink,
-        shrink_threshold=opts.shrink_threshold, max_reject_share=opts.max_reject_share,
-        force=opts.force, lease=bool(opts.lease_seconds), lease_owner=lease_owner,
-        format=opts.format, keep_generations=opts.keep_generations,
-        gc_grace_hours=opts.gc_grace_hours, warnings=tuple(warnings),
-        plan_slice_rows=opts.plan_slice_rows, diff_partitions=opts.diff_partitions,
-        report_to=opts.report_to, render_batch_bytes=opts.render_batch_bytes,
-        feed_days=opts.feed_days, report=opts.report, indexnow_key=opts.indexnow_key,
-        indexnow_key_location=opts.indexnow_key_location,
-        indexnow_endpoint=opts.indexnow_endpoint)
+        lease=bool(opts.lease_seconds), lease_owner=lease_owner, warnings=tuple(warnings))
     # The live shard keys go to a work file, not into the context: a 1B-URL site has over
     # 20,000 of them, and the DAG hands the context to every task through XCom.
     try:
@@ -180,19 +170,19 @@ def load_step(ctx: RunContext, progress: Any = None) -> LoadCounts:
     from pipeline.load import load
     from pipeline.progress import QUIET
 
-    result = load(ctx.inventory, ctx.site_url, ctx.work,
-                  section_depth=ctx.section_depth,
-                  keep_deprecated_tags=ctx.keep_deprecated_tags,
+    result = load(ctx.options.inventory, ctx.site_url, ctx.work,
+                  section_depth=ctx.options.section_depth,
+                  keep_deprecated_tags=ctx.options.keep_deprecated_tags,
                   progress=progress or QUIET)
     counts = LoadCounts(
         input_rows=result.input_rows, valid_rows=result.valid_rows, rejected=result.rejected,
         rejected_rows=result.rejected_rows, not_indexable=result.not_indexable,
         dropped_fields=result.field_issues, seconds=round(result.seconds, 3),
-        diff_partitions=ctx.diff_partitions or partitions_for(
+        diff_partitions=ctx.options.diff_partitions or partitions_for(
             result.valid_rows, first_run=not ctx.snapshot))
     _save(ctx, "load.json", {**counts.to_dict(), "valid": asdict(result.valid),
                              "rejects_uri": result.rejects_uri})
-    check_rejects(result.input_rows, result.rejected, ctx.max_reject_share)
+    check_rejects(result.input_rows, result.rejected, ctx.options.max_reject_share)
     return counts
 
 
@@ -214,7 +204,7 @@ def diff_partition_step(ctx: RunContext, partition: int) -> DiffCounts:
     partitions = int(loaded["diff_partitions"])
     result = diff(ValidRows(**loaded["valid"]), ctx.snapshot,
                   ctx.run_datetime,
-                  ctx.work, with_news=ctx.format == "xml", partition=partition,
+                  ctx.work, with_news=ctx.options.format == "xml", partition=partition,
                   partitions=partitions)
     counts = DiffCounts(result.counts(), round(result.seconds, 3), partitions, partition)
     _save(ctx, _diff_part_name(partition), {**counts.to_dict(),
@@ -267,7 +257,7 @@ def plan_prepare_step(ctx: RunContext) -> list[int]:
 
     diffed = _read(ctx, "diff.json")
     slices = prepare(diffed["diffed_uris"], ctx.snapshot, ctx.work,
-                     slice_rows=ctx.plan_slice_rows)
+                     slice_rows=ctx.options.plan_slice_rows)
     return list(range(len(slices)))
 
 
@@ -275,9 +265,9 @@ def plan_slice_step(ctx: RunContext, slice: int) -> PlanSliceCounts:
     """Plans one slice: its part and `plan-slice-NNNNN.json`; a retry rewrites both."""
     from pipeline.plan import plan_slice
 
-    result = plan_slice(ctx.work, slice, ctx.limits,
-                        output_format=ctx.format,
-                        reuse_keys=frozenset() if ctx.force else frozenset(live_keys(ctx)))
+    result = plan_slice(ctx.work, slice, ctx.options.limits,
+                        output_format=ctx.options.format,
+                        reuse_keys=frozenset() if ctx.options.force else frozenset(live_keys(ctx)))
     return PlanSliceCounts(slice=slice, shards=len(result.shards),
                            urls=sum(s.urls for s in result.shards), split=result.split,
                            merged=result.merged, seconds=round(result.seconds, 3))
@@ -289,8 +279,8 @@ def plan_combine_step(ctx: RunContext, batch_bytes: int | None = None) -> PlanCo
     from pipeline.plan import combine
 
     result = combine(ctx.work)
-    batch_bytes = batch_bytes or ctx.render_batch_bytes
-    skip = set() if ctx.force else live_keys(ctx)
+    batch_bytes = batch_bytes or ctx.options.render_batch_bytes
+    skip = set() if ctx.options.force else live_keys(ctx)
     batches: list[list[str]] = []
     size = 0
     for s in result.shards:
@@ -328,7 +318,7 @@ def render_step(ctx: RunContext, batch: list[str] | None, name: str = "all",
     shards = load_shards(planned["shards_uri"])
     only = set(batch) if batch is not None else None
     files = render(planned["planned_uris"], shards, ctx.out, only=only,
-                   skip_keys=frozenset() if ctx.force else frozenset(live_keys(ctx)),
+                   skip_keys=frozenset() if ctx.options.force else frozenset(live_keys(ctx)),
                    progress=progress or QUIET)
     uri = _save(ctx, f"render-{name}.json", [asdict(f) for f in files if f.written])
     written = [f for f in files if f.written]
@@ -383,13 +373,13 @@ def publish_step(ctx: RunContext, render_uris: list[str]) -> PublishSummary:
         ctx.out, rendered=files, live=live, site=Site.parse(ctx.site_url),
         public_url=ctx.public_url, generation=ctx.generation,
         created=ctx.run_datetime, counts=counts,
-        max_sitemaps_per_index=ctx.limits.max_sitemaps_per_index,
+        max_sitemaps_per_index=ctx.options.limits.max_sitemaps_per_index,
         save_state=lambda: save_state(
             planned_uris=planned["planned_uris"], shards=shards,
             diffed_uris=diffed["diffed_uris"], bounds_uri=planned["bounds_uri"],
             changes_uris=diffed["changes_uris"], work_uri=ctx.work, state_uri=ctx.state,
-            generation=ctx.generation, output_format=ctx.format),
-        allow_shrink=ctx.allow_shrink, shrink_threshold=ctx.shrink_threshold,
+            generation=ctx.generation, output_format=ctx.options.format),
+        allow_shrink=ctx.options.allow_shrink, shrink_threshold=ctx.options.shrink_threshold,
         warnings=list(ctx.warnings))
     return _summary(ctx, result.manifest, result.published, counts)
 
@@ -409,27 +399,27 @@ def gc_step(ctx: RunContext, dry_run: bool = False) -> GcCounts:
     """Deletes files no kept generation references (see pipeline.gc)."""
     from pipeline.gc import gc
 
-    if ctx.gc_grace_hours is None:
+    if ctx.options.gc_grace_hours is None:
         return GcCounts(skipped=True)
-    result = gc(ctx.out, ctx.state, keep=ctx.keep_generations,
-                grace_hours=ctx.gc_grace_hours, dry_run=dry_run)
+    result = gc(ctx.out, ctx.state, keep=ctx.options.keep_generations,
+                grace_hours=ctx.options.gc_grace_hours, dry_run=dry_run)
     return GcCounts(deleted=len(result["deleted"]), deleted_state=len(result["deleted_state"]),
                     aborted_uploads=result["aborted_uploads"])
 
 
 def notifies(ctx: RunContext) -> bool:
     """Whether the run has anything to notify: a feed, a report or IndexNow."""
-    return bool(ctx.feed_days or ctx.report or ctx.indexnow_key)
+    return bool(ctx.options.feed_days or ctx.options.report or ctx.options.indexnow_key)
 
 
 def notify_step(ctx: RunContext, summary: PublishSummary) -> NotifyCounts:
     """After publish: the feed, the run report, IndexNow, as the run's options say."""
     from pipeline.notify import notify_step as notify
 
-    return NotifyCounts(notify(ctx, summary.to_dict(), indexnow_key=ctx.indexnow_key,
-                               indexnow_endpoint=ctx.indexnow_endpoint,
-                               key_location=ctx.indexnow_key_location,
-                               feed_days=ctx.feed_days, report=ctx.report))
+    return NotifyCounts(notify(ctx, summary.to_dict(), indexnow_key=ctx.options.indexnow_key,
+                               indexnow_endpoint=ctx.options.indexnow_endpoint,
+                               key_location=ctx.options.indexnow_key_location,
+                               feed_days=ctx.options.feed_days, report=ctx.options.report))
 
 
 def dry_run_summary(ctx: RunContext) -> DryRunReport:

@@ -48,8 +48,9 @@ class Site:
 
     def ctx(self) -> Any:
         """The part of the run context notify reads (a RunContext holds more)."""
-        return SimpleNamespace(out=self.out, site_url=SITE, public_url=SITE, limits=self.limits,
-                               state=f"{self.out}/_state", report_to=None)
+        return SimpleNamespace(out=self.out, site_url=SITE, public_url=SITE,
+                               state=f"{self.out}/_state",
+                               options=SimpleNamespace(limits=self.limits, report_to=None))
 
 
 @pytest.fixture
