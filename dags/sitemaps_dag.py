@@ -1,50 +1,34 @@
-"""One sitemap DAG per site of the site configuration file (see sitemaps_sites.py).
+"""One sitemap DAG per site of the site file (`pipeline.sites`; see the README's "Airflow").
 
-Each DAG runs the stages of `pipeline.steps` as tasks: rollback (a short circuit: a
-manual run with `rollback_to` rolls back and skips the rest), begin, load, diff_partitions,
-diff (mapped over hash partitions of the URLs), diff_counts, plan_slices, plan (mapped
-over the plan's slices), plan_counts, render (mapped over the plan's batches),
-publish, announce (the manifest asset event of a new generation), gc, notify, finish.
-Tasks pass only
-the run context (a small dict of URIs and settings), URIs and counts through
-XCom; every file a task writes goes under the run's work prefix on shared
-storage, so any worker can run any task and a retry finds what it needs.
+Each DAG runs the steps of `pipeline.steps` as tasks: rollback (a short circuit: a manual
+run with `rollback_to` rolls back and skips the rest), begin, load, diff_partitions, diff
+(mapped over hash partitions of the URLs), diff_counts, plan_slices, plan (mapped over the
+plan's slices), plan_counts, render (mapped over the plan's batches), publish, announce (the
+manifest asset event of a new generation), gc, notify, finish. Each task is one call into
+`pipeline.orchestration`, the Airflow adapter (S3 from the connection, terminal errors fail
+without retries, the run's time, dry runs, the log line of each step). Tasks pass only the
+run context (a small dict of URIs and settings), URIs and counts through XCom; every file a
+task writes goes under the run's work prefix on shared storage, so any worker can run any
+task and a retry finds what it needs.
 
-Parsing this file reads one local TOML file and nothing else; everything
-expensive is imported inside the tasks.
+Parsing this file reads one local TOML file and nothing else; everything expensive is
+imported inside the tasks.
 """
 
 from __future__ import annotations
 
-import contextlib
-import logging
-import os
-import re
-import sys
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from airflow.sdk import (
-    Asset,
-    AssetOrTimeSchedule,
-    CronTriggerTimetable,
-    Param,
-    chain,
-    dag,
-    get_current_context,
-    task,
-)
-from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
+from airflow.sdk import Asset, AssetOrTimeSchedule, CronTriggerTimetable, chain, dag, task
 
-try:
-    from sitemaps_sites import SiteConfig, load_sites
-except ModuleNotFoundError:  # parsed outside a DAG bundle: its folder is not on sys.path
-    sys.path.append(str(Path(__file__).resolve().parent))
-    from sitemaps_sites import SiteConfig, load_sites
+from pipeline import orchestration as adapter
+from pipeline.orchestration import TASK_DOCS, step
+from pipeline.settings import Environment
+from pipeline.sites import SiteConfig, load_sites
 
-log = logging.getLogger("sitemaps.dag")
+__all__ = ["build_dag", "step"]
 
 #: Every task: 3 retries, after about 30 s, 60 s, 120 s (a multiplier in Airflow 3.1+;
 #: `True` there means 1.0, a constant delay). A TerminalError is never retried.
@@ -88,409 +72,93 @@ whole whatever fails; a failed run keeps its work files so that clearing its
 failed task resumes it.
 """
 
-TASK_DOCS = {
-    "rollback": """\
-An ordinary run passes straight through. A manual run with the param `rollback_to`
-(`previous`: the generation before the live one; or a generation id) makes that kept
-generation live again (`sitemaps rollback`: every file it lists and its snapshot checked
-first, then the same conditional swap of `manifest.json` and root repair as a publish) and
-skips every other task. *If it fails*: the log's last line says why (not a kept generation,
-files missing, or a publish won the race: exit 3); the live generation is unchanged.""",
-    "begin": """\
-Checks that S3 can be reached and the output written, reads the live manifest (its
-version is what publish's conditional write checks), fixes the run time (when the DAG run
-started, the same on every retry) and the work prefix,
-and returns the run context that every other task receives.
-*If it fails*: S3 unreachable or access refused: check the connection `{conn}`.""",
-    "load": """\
-Reads the inventory, checks its schema, normalises and validates every row; writes
-valid and rejected rows (with a reason) as Parquet under the work prefix.
-*If it fails*: the log's last line says what is wrong with the inventory (missing
-`url` column, wrong type, too many rejects); fix the inventory, then trigger again.""",
-    "diff_partitions": """\
-Decides how many hash partitions the diff has (the site's `diff_partitions`, else one per
-50,000,000 valid rows) and returns their numbers, which the diff task is mapped over.
-*If it fails*: it only reads load's result from the work prefix: storage; it is retried.""",
-    "diff": """\
-One mapped task per hash partition of the URLs (`hash(url) % partitions`): compares that
-partition's rows with the same partition of the last published snapshot (added, changed,
-removed, unchanged) and computes each URL's lastmod; writes the partition's diffed and
-changes Parquet parts and a small `diff-NNNNN.json` of its counts under the work prefix.
-*If it fails*: usually storage; it is retried. Clearing one map index diffs only that
-partition again.""",
-    "diff_counts": """\
-Adds up the diff partitions' counts and gathers their Parquet parts into `diff.json`, which
-plan reads. *If it fails*: a partition has no result (a diff map index did not finish: clear
-it) or storage; it is retried.""",
-    "plan_slices": """\
-Cuts the plan into slices of about `plan_slice_rows` URLs (4,000,000 by default; a
-section's URLs in a range, or several small sections; a kept shard is never cut) and
-returns their numbers, which the plan task is mapped over; writes `plan-slices.json`
-under the work prefix. *If it fails*: storage; it is retried.""",
-    "plan": """\
-One mapped task per plan slice: buckets the slice's URLs into shards within the
-limits, with stable boundaries; writes the slice's planned Parquet part and
-`plan-slice-NNNNN.json` (its shards) under the work prefix.
-*If it fails*: storage or limits; see the log's last line. It is retried; clearing
-one map index plans only that slice again.""",
-    "plan_counts": """\
-Gathers the slices' shards in order, gives them their final numbers (`shards.json`)
-and groups the shards to rewrite into render batches (`plan.json`). In a dry run,
-this is the last step: its log line is the report. *If it fails*: a slice has no
-result (a plan map index did not finish: clear it) or storage; it is retried.""",
-    "render": """\
-One mapped task per batch: writes the batch's shards as gzipped sitemap files
-under content-addressed keys (an unchanged shard is never rewritten). Mapped over
-zero batches when nothing changed (it then shows as skipped, which is fine).
-*If it fails*: retried; clearing one map index renders only that batch again.""",
-    "publish": """\
-Writes the index files and the generation's manifest, then swaps the live
-`manifest.json` with one conditional write, so a racing run loses cleanly (announce then
-emits the manifest asset event). Skipped in a dry run.
-*If it fails*: `PublishConflict`: another run published first, trigger again;
-`ShrinkRefused`: check the inventory, or trigger with `allow_shrink`.""",
-    "announce": """\
-Emits the manifest asset event, with the run's summary in its extra (generation, counts,
-root index URLs), when publish made a new generation live; skipped when the generation was
-already live (nothing changed), so the asset's consumers run only for a new generation.
-*If it fails*: the sitemaps are live; clear it to emit the event.""",
-    "gc": """\
-Removes shard and generation files that no kept generation references, after a
-grace period. *If it fails*: the new sitemaps are already live; clear it later.""",
-    "notify": """\
-Writes the feed of recent changes (feed.atom, listed in robots-sitemaps.txt) and the HTML run
-report (internal: under the state prefix, shown in the DAG run's "Sitemaps report" tab), and
-submits changed URLs to IndexNow when the site has a key. *If it fails*: the new sitemaps are
-already live; a refused IndexNow submission is only a warning; clear the task to write the
-feed and report again.""",
-    "finish": """\
-Removes the run's work files (and gives back the output's lease, if the site uses one).
-Runs only when publish succeeded (or was skipped by a dry run), so a failed run keeps what
-clearing its failed task needs; gc removes abandoned work folders after its grace period.""",
-}
-
-_RUN_ID_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
-
-
-def _work_folder_name(run_id: str) -> str:
-    """The run id as a safe key segment (no ':' or '+', which some tools mishandle)."""
-    return _RUN_ID_UNSAFE.sub("_", run_id).strip("_") or "run"
-
-
-def _run_time(context: Any) -> datetime:
-    """The run's time: when the DAG run actually started. It stamps the generation and the
-    lastmod of new URLs, so it must not be a logical date hours earlier (unpausing makes the
-    last cron tick's run, due at 03:00, at whatever time it is). The run's start is the same
-    for every try of begin; `airflow dags test` starts its run at the date it is given."""
-    dag_run = context.get("dag_run")
-    for value in (getattr(dag_run, "start_date", None), getattr(dag_run, "run_after", None)):
-        if value is not None:
-            return datetime.fromisoformat(str(value)) if isinstance(value, str) else value
-    return datetime.now(UTC)
-
-
-def use_s3_connection(site: SiteConfig) -> None:
-    """S3 settings for this process: the site's Airflow connection, else the environment."""
-    from pipeline import storage
-
-    if not site.aws_conn_id:
-        storage.configure_s3(None)
-        return
-    from airflow.providers.amazon.aws.hooks.base_aws import AwsBaseHook
-
-    hook = AwsBaseHook(aws_conn_id=site.aws_conn_id, client_type="s3")
-    if hook.conn_config.conn_id != site.aws_conn_id:
-        raise AirflowFailException(
-            f"Airflow connection {site.aws_conn_id!r} (aws_conn_id of site {site.name!r}) does "
-            "not exist: create it (type aws; extra endpoint_url for a non-AWS S3)")
-    creds = hook.get_credentials()  # also masks the secret in task logs
-    settings = storage.S3Settings(
-        endpoint_url=hook.conn_config.get_service_endpoint_url("s3"),
-        access_key_id=creds.access_key, secret_access_key=creds.secret_key,
-        session_token=creds.token,
-        region=hook.region_name or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1")
-    storage.configure_s3(settings)
-    log.info("S3 through connection %s: %r", site.aws_conn_id, settings)
-
-
-@contextlib.contextmanager
-def step(site: SiteConfig) -> Iterator[None]:
-    """Around every step: S3 from the connection; a TerminalError fails without retries."""
-    from pipeline.errors import TerminalError
-
-    use_s3_connection(site)
-    try:
-        yield
-    except TerminalError as exc:
-        log.error("%s: %s", type(exc).__name__, exc)
-        raise AirflowFailException(str(exc)) from exc
 
 
 def build_dag(site: SiteConfig) -> Any:
     """The DAG of one site."""
     inventory_asset = Asset(uri=site.inventory_asset_uri)
     manifest_asset = Asset(uri=site.manifest_uri, name=f"{site.dag_id}_manifest")
-    fmt = {"conn": site.aws_conn_id or "(environment)"}
     timetable = CronTriggerTimetable(site.schedule, timezone="UTC")
     try:
         timetable.validate()
     except Exception as exc:  # noqa: BLE001 - an import error that names the site
         raise ValueError(f"site {site.name!r}: schedule {site.schedule!r} is not a valid "
                          f"cron expression: {exc}") from exc
+    doc = DAG_DOC.format(
+        site_url=site.site_url, inventory=site.inventory, out=site.out,
+        public_url=site.public_url or site.site_url, schedule=site.schedule,
+        asset=site.inventory_asset_uri, work=site.work_uri, shrink=site.shrink_threshold,
+        diff_partitions=site.diff_partitions or "automatic, one per 50,000,000 valid rows",
+        plan_slice_rows=f"{site.plan_slice_rows:,}" if site.plan_slice_rows
+        else f"{Environment().plan_slice_rows:,} (the default, `SITEMAPS_PLAN_SLICE_ROWS`)")
 
-    @dag(
-        dag_id=site.dag_id,
-        description=f"Sitemaps of {site.site_url}",
-        schedule=AssetOrTimeSchedule(
-            timetable=timetable, assets=[inventory_asset]),
-        start_date=START_DATE,
-        catchup=False,
-        max_active_runs=1,
-        default_args=DEFAULT_ARGS,
-        tags=["sitemaps", *site.tags],
-        doc_md=DAG_DOC.format(site_url=site.site_url, inventory=site.inventory, out=site.out,
-                              public_url=site.public_url or site.site_url,
-                              schedule=site.schedule, asset=site.inventory_asset_uri,
-                              work=site.work_uri, shrink=site.shrink_threshold,
-                              diff_partitions=site.diff_partitions or "automatic, one per "
-                              "50,000,000 valid rows",
-                              plan_slice_rows=f"{site.plan_slice_rows:,}"
-                              if site.plan_slice_rows else "4,000,000 (the default, "
-                              "`SITEMAPS_PLAN_SLICE_ROWS`)"),
-        params={
-            "dry_run": Param(False, type="boolean", title="Dry run",
-                             description="Run up to plan and report; publish nothing."),
-            "allow_shrink": Param(False, type="boolean", title="Allow shrink",
-                                  description="Publish even if far fewer URLs than live."),
-            "force": Param(False, type="boolean", title="Force",
-                           description="Rewrite every shard file (a full rewrite)."),
-            "rollback_to": Param("", type="string", title="Roll back to",
-                                 description="Instead of a run: make this kept generation "
-                                             "live again ('previous': the one before the "
-                                             "live one; else a generation id from "
-                                             "`sitemaps status`). Empty: an ordinary run."),
-        },
-    )
+    @dag(dag_id=site.dag_id, description=f"Sitemaps of {site.site_url}",
+         schedule=AssetOrTimeSchedule(timetable=timetable, assets=[inventory_asset]),
+         start_date=START_DATE, catchup=False, max_active_runs=1, default_args=DEFAULT_ARGS,
+         tags=["sitemaps", *site.tags], doc_md=doc, params=adapter.params())
     def sitemaps() -> None:
         @task.short_circuit(doc_md=TASK_DOCS["rollback"])
         def rollback() -> bool:
-            """True (go on) for an ordinary run; a rollback run rolls back and stops here."""
-            context = get_current_context()
-            to = str(context["params"].get("rollback_to") or "").strip()
-            if not to:
-                return True
-            from pipeline.status import rollback as roll_back
+            return adapter.rollback(site)
 
-            with step(site):
-                result = roll_back(site.out, site.state_uri,
-                                   to=None if to == "previous" else to)
-            context["ti"].xcom_push(key="rollback", value=result)
-            log.info("rollback: generation %s is live again (%s URLs in %d sitemaps); was %s; "
-                     "every other task is skipped", result["live"], f"{result['published']:,}",
-                     result["sitemaps"], result["previous"])
-            return False
-
-        @task(doc_md=TASK_DOCS["begin"].format(**fmt))
+        @task(doc_md=TASK_DOCS["begin"].format(conn=site.aws_conn_id or "(environment)"))
         def begin() -> dict[str, Any]:
-            from pipeline import steps
-
-            context = get_current_context()
-            params = context["params"]
-            opts = steps.RunOptions(
-                inventory=site.inventory, site_url=site.site_url, out=site.out,
-                public_url=site.public_url, state=site.state_uri, work=site.work_uri,
-                limits=site.limits, run_id=_work_folder_name(context["run_id"]),
-                run_time=_run_time(context), section_depth=site.section_depth,
-                keep_deprecated_tags=site.keep_deprecated_tags,
-                allow_shrink=bool(params["allow_shrink"]),
-                shrink_threshold=site.shrink_threshold,
-                max_reject_share=site.max_reject_share, force=bool(params["force"]),
-                lease_seconds=site.lease_seconds, keep_generations=site.gc_keep,
-                gc_grace_hours=site.gc_grace_hours, format=site.format,
-                diff_partitions=site.diff_partitions, plan_slice_rows=site.plan_slice_rows,
-                report_to=site.report_to,
-                check_writable=not params["dry_run"])  # a dry run writes nothing to out
-            with step(site):
-                ctx = steps.begin(opts)
-            ctx["dry_run"] = bool(params["dry_run"])
-            log.info("begin: generation %s at %s, live %s, work %s%s", ctx["generation"],
-                     ctx["run_time"], ctx["live_generation"] or "none", ctx["work"],
-                     " (dry run)" if ctx["dry_run"] else "")
-            return ctx
+            return adapter.begin(site)
 
         @task(doc_md=TASK_DOCS["load"])
         def load(ctx: dict[str, Any]) -> dict[str, Any]:
-            from pipeline import steps
-
-            with step(site):
-                counts = steps.load_step(ctx)
-            log.info("load: %s input rows, %s valid, %s rejected %s in %.1f s",
-                     f"{counts['input_rows']:,}", f"{counts['valid_rows']:,}",
-                     f"{counts['rejected_rows']:,}", counts["rejected"] or "", counts["seconds"])
-            return counts
+            return adapter.load(site, ctx)
 
         @task(doc_md=TASK_DOCS["diff_partitions"])
         def diff_partitions(ctx: dict[str, Any]) -> list[int]:
-            """The diff partitions' numbers, 0 .. N-1: what the diff task is mapped over."""
-            from pipeline import steps
-
-            with step(site):
-                partitions = steps.diff_partitions(ctx)
-            log.info("diff: %d partition(s)", partitions)
-            return list(range(partitions))
+            return adapter.diff_partitions(site, ctx)
 
         @task(doc_md=TASK_DOCS["diff"], map_index_template="{{ partition_label }}")
         def diff(ctx: dict[str, Any], partition: int) -> dict[str, Any]:
-            from pipeline import steps
-
-            context = get_current_context()
-            context["partition_label"] = f"partition {partition}"  # type: ignore[typeddict-unknown-key]
-            with step(site):
-                counts = steps.diff_partition_step(ctx, partition)
-            log.info("diff partition %d of %d: %s", partition, counts["partitions"],
-                     ", ".join(f"{k} {v:,}" for k, v in counts.items()
-                               if k not in ("seconds", "partition", "partitions")
-                               and isinstance(v, int)))
-            return counts
+            return adapter.diff(site, ctx, partition)
 
         @task(doc_md=TASK_DOCS["diff_counts"])
         def diff_counts(ctx: dict[str, Any]) -> dict[str, Any]:
-            from pipeline import steps
-
-            with step(site):
-                counts = steps.diff_combine_step(ctx)
-            log.info("diff: %s", ", ".join(f"{k} {v:,}" for k, v in counts.items()
-                                           if k != "seconds" and isinstance(v, int)))
-            return counts
+            return adapter.diff_counts(site, ctx)
 
         @task(doc_md=TASK_DOCS["plan_slices"])
         def plan_slices(ctx: dict[str, Any]) -> list[int]:
-            """The plan slices' numbers, 0 .. N-1: what the plan task is mapped over."""
-            from pipeline import steps
-
-            with step(site):
-                slices = steps.plan_prepare_step(ctx)
-            log.info("plan: %d slice(s)", len(slices))
-            return slices
+            return adapter.plan_slices(site, ctx)
 
         @task(doc_md=TASK_DOCS["plan"], map_index_template="{{ slice_label }}")
         def plan(ctx: dict[str, Any], slice: int) -> dict[str, Any]:
-            from pipeline import steps
-
-            context = get_current_context()
-            context["slice_label"] = f"slice {slice}"  # type: ignore[typeddict-unknown-key]
-            with step(site):
-                counts = steps.plan_slice_step(ctx, slice)
-            log.info("plan slice %d: %s URLs in %d shards (%d split, %d merged) in %.1f s",
-                     slice, f"{counts['urls']:,}", counts["shards"], counts["split"],
-                     counts["merged"], counts["seconds"])
-            return counts
+            return adapter.plan(site, ctx, slice)
 
         @task(doc_md=TASK_DOCS["plan_counts"])
         def plan_counts(ctx: dict[str, Any]) -> list[list[str]]:
-            """Returns the render batches (lists of shard ids); the counts go to XCom `summary`."""
-            from pipeline import steps
-
-            with step(site):
-                info = steps.plan_combine_step(ctx, batch_bytes=site.render_batch_bytes)
-                report = steps.dry_run_summary(ctx) if ctx["dry_run"] else None
-            batches = info.pop("batches")
-            info["batches"] = len(batches)
-            ti = get_current_context()["ti"]
-            ti.xcom_push(key="summary", value=info)
-            log.info("plan: %d shards, %d to render in %d batches (%d split, %d merged)",
-                     info["shards"], info["to_render"], len(batches), info["split"],
-                     info["merged"])
-            if report is None:
-                return batches
-            ti.xcom_push(key="dry_run", value=report)
-            c = report["counts"]
-            log.info("dry run: would publish %s URLs in %d sitemaps (%d to write, %d reused, "
-                     "%d removed): %s added, %s changed, %s removed; nothing rendered or "
-                     "published", f"{c['published']:,}", c["sitemaps"], c["shards_to_write"],
-                     c["shards_reused"], c["shards_removed"], f"{c['added']:,}",
-                     f"{c['changed']:,}", f"{c['removed']:,}")
-            return []
+            return adapter.plan_counts(site, ctx)
 
         @task(doc_md=TASK_DOCS["render"], map_index_template="{{ batch_label }}")
         def render(ctx: dict[str, Any], batch: list[str]) -> dict[str, Any]:
-            from pipeline import steps
-
-            context = get_current_context()
-            index = context["ti"].map_index
-            context["batch_label"] = f"batch {index}: {len(batch)} shards"  # type: ignore[typeddict-unknown-key]
-            with step(site):
-                result = steps.render_step(ctx, batch, name=str(index))
-            log.info("render batch %d: %d of %d shards written, %s URLs, %s gzipped bytes",
-                     index, result["written"], len(batch), f"{result['urls']:,}",
-                     f"{result['gzip_bytes']:,}")
-            return result
+            return adapter.render(site, ctx, batch)
 
         @task(doc_md=TASK_DOCS["publish"], trigger_rule="none_failed")
         def publish(ctx: dict[str, Any], rendered: list[dict[str, Any]]) -> dict[str, Any]:
-            from pipeline import steps
-
-            if ctx["dry_run"]:
-                raise AirflowSkipException("dry run: nothing published")
-            # One slice request (iterating would probe past the end); no render results
-            # when render was mapped over zero batches (nothing changed).
-            uris = [r["uri"] for r in (rendered[:] if rendered is not None else [])]
-            with step(site):
-                summary = steps.publish_step(ctx, uris)
-            c = summary["counts"]
-            log.info("publish: generation %s %s: %s URLs in %d sitemaps (%d written, "
-                     "%d reused), %s added, %s changed, %s removed",
-                     summary["generation"],
-                     "published" if summary["published"] else "unchanged, still live",
-                     f"{c['published']:,}", c["sitemaps"], c["shards_written"],
-                     c["shards_reused"], f"{c['added']:,}", f"{c['changed']:,}",
-                     f"{c['removed']:,}")
-            return summary
+            return adapter.publish(site, ctx, rendered)
 
         @task(doc_md=TASK_DOCS["announce"], outlets=[manifest_asset])
         def announce(summary: dict[str, Any]) -> None:
-            """The manifest asset's event, only for a run that published a new generation."""
-            if not summary["published"]:
-                # A skipped task emits no asset event: nothing new for its consumers.
-                raise AirflowSkipException(f"generation {summary['generation']} was already "
-                                           "live: nothing to announce")
-            extra = {k: summary[k] for k in ("generation", "published", "out", "root_indexes",
-                                             "warnings")}
-            extra["counts"] = summary["counts"]
-            get_current_context()["outlet_events"][manifest_asset].extra = extra
-            log.info("announce: generation %s on %s", summary["generation"], manifest_asset.uri)
+            adapter.announce(summary, manifest_asset)
 
         @task(doc_md=TASK_DOCS["gc"])
         def gc(ctx: dict[str, Any]) -> dict[str, Any]:
-            from pipeline import steps
-
-            with step(site):
-                counts = steps.gc_step(ctx)
-            log.info("gc: %s", ", ".join(f"{k} {v}" for k, v in counts.items()))
-            return counts
+            return adapter.gc(site, ctx)
 
         @task(doc_md=TASK_DOCS["notify"])
         def notify(ctx: dict[str, Any], summary: dict[str, Any]) -> dict[str, Any]:
-            from pipeline.notify import notify_step
-
-            with step(site):
-                counts = notify_step(
-                    ctx, summary, indexnow_key=site.indexnow_key,
-                    indexnow_endpoint=site.indexnow_endpoint,
-                    key_location=site.indexnow_key_location, feed_days=site.feed_days,
-                    report=site.report)
-            log.info("notify: %s", ", ".join(f"{k} {v}" for k, v in counts.items()))
-            return counts
+            return adapter.notify(site, ctx, summary)
 
         @task(doc_md=TASK_DOCS["finish"], trigger_rule="none_failed")
         def finish(ctx: dict[str, Any]) -> None:
-            from pipeline import steps
+            adapter.finish(site, ctx)
 
-            with step(site):
-                steps.finish(ctx)
-            log.info("finish: removed the work files under %s", ctx["work"])
-
-        ctx = begin()
+        # XComArgs: each stands for a task's return value at run time.
+        ctx: Any = begin()
         rollback() >> ctx
         partitions = diff_partitions(ctx)
         diffed = diff.partial(ctx=ctx).expand(partition=partitions)
@@ -500,8 +168,8 @@ def build_dag(site: SiteConfig) -> Any:
         planned = plan.partial(ctx=ctx).expand(slice=slices)
         batches = plan_counts(ctx)
         chain(planned, batches)
-        rendered = render.partial(ctx=ctx).expand(batch=batches)
-        published = publish(ctx, rendered)
+        rendered: Any = render.partial(ctx=ctx).expand(batch=batches)
+        published: Any = publish(ctx, rendered)
         published >> [gc(ctx), finish(ctx)]
         notify(ctx, published)
         announce(published)
@@ -509,5 +177,5 @@ def build_dag(site: SiteConfig) -> Any:
     return sitemaps()
 
 
-for _site in load_sites():
+for _site in load_sites(default=Path(__file__).resolve().parent / "sites.toml"):
     build_dag(_site)

@@ -15,11 +15,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pipeline.config import Limits
+from pipeline import settings
 from pipeline.errors import PipelineError, StorageError
 from pipeline.layout import GENERATIONS_FOLDER, SNAPSHOT_KEY, default_state
-from pipeline.limits import MAX_BYTES_PER_SITEMAP, MAX_SITEMAPS_PER_INDEX, MAX_URLS_PER_SITEMAP
 from pipeline.progress import Progress
+from pipeline.settings import RunOptions
 
 log = logging.getLogger("sitemaps")
 
@@ -51,63 +51,9 @@ def _epilog(example: str) -> str:
 
 
 def _add_run_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--public-url", help="URL at which --out is served (default: --site-url)")
-    p.add_argument("--state", help="state URI: snapshots between runs (default: <out>/_state)")
-    p.add_argument("--work", help="work URI for intermediate files (default: a temp folder)")
-    p.add_argument("--max-urls-per-sitemap", type=int, default=MAX_URLS_PER_SITEMAP, metavar="N",
-                   help=f"URLs per sitemap file (default and most {MAX_URLS_PER_SITEMAP:,})")
-    p.add_argument("--max-bytes-per-sitemap", type=int, default=MAX_BYTES_PER_SITEMAP,
-                   metavar="N", help="uncompressed bytes per sitemap file (default and most "
-                                     f"{MAX_BYTES_PER_SITEMAP:,})")
-    p.add_argument("--max-sitemaps-per-index", type=int, default=MAX_SITEMAPS_PER_INDEX,
-                   metavar="N", help="sitemaps per index file (default and most "
-                                     f"{MAX_SITEMAPS_PER_INDEX:,}; more make more indexes)")
-    p.add_argument("--section-depth", type=int, default=1, metavar="N",
-                   help="path segments that name a section (default 1)")
-    p.add_argument("--keep-deprecated-tags", action="store_true",
-                   help="write the image tags Google stopped using in 2022 (caption, title, "
-                        "geo_location, license); by default they are left out and counted")
-    p.add_argument("--run-id", help="names the work folder (default: the generation id)")
-    p.add_argument("--allow-shrink", action="store_true",
-                   help="publish even if far fewer URLs than the live generation")
-    p.add_argument("--shrink-threshold", type=float, default=0.10,
-                   help="largest allowed drop in published URLs (default 0.10)")
-    p.add_argument("--max-reject-share", type=float, default=0.05,
-                   help="fail when more than this share of rows is rejected as bad data "
-                        "(default 0.05; rows the indexability gate leaves out do not count)")
-    p.add_argument("--force", action="store_true", help="rewrite every shard file")
-    p.add_argument("--format", choices=("xml", "txt"), default="xml",
-                   help="xml sitemaps (default) or plain-text ones, one URL a line")
-    p.add_argument("--lease-seconds", type=float, default=0,
-                   help="hold a lease on --out for this long (default 0: none)")
-    p.add_argument("--keep-generations", type=int, default=3,
-                   help="generations whose files gc keeps (default 3)")
-    p.add_argument("--gc-grace-hours", type=float, default=48.0,
-                   help="gc deletes only files older than this (default 48)")
-    p.add_argument("--no-gc", action="store_true", help="do not garbage-collect after publishing")
-    p.add_argument("--diff-partitions", type=int, metavar="N",
-                   help="diff in N hash partitions of the URLs, one join at a time (default: "
-                        "as many as keep each join in memory, at most 4; 1 on a first run)")
-    p.add_argument("--plan-slice-rows", type=int, metavar="N",
-                   help="plan at most about N URLs at a time (default 4,000,000, "
-                        "SITEMAPS_PLAN_SLICE_ROWS): bounds plan's memory and temp disk")
-    p.add_argument("--no-conditional-write-check", action="store_true",
-                   help="do not probe that the S3 server refuses a failed conditional write "
-                        "(only for a server known to honour If-Match / If-None-Match)")
+    """The run options' flags (pipeline.settings: their help and defaults live there)."""
+    settings.add_arguments(p)
     p.add_argument("--json", action="store_true", help="print the run summary as JSON")
-    p.add_argument("--feed-days", type=float, default=7.0,
-                   help="feed.atom lists the changes of this many days (default 7; 0: no feed)")
-    p.add_argument("--no-report", action="store_true",
-                   help="do not write the run report (<state>/generations/<id>/report.html)")
-    p.add_argument("--report-to", metavar="URI",
-                   help="where run reports go, <URI>/generations/<id>/report.html (default: "
-                        "the state prefix); internal: not a served folder")
-    p.add_argument("--indexnow-key", help="submit each generation's changed URLs to IndexNow "
-                                          "with this key (default: off)")
-    p.add_argument("--indexnow-key-location", help="URL of the key file "
-                                                   "(default https://<host>/<key>.txt)")
-    p.add_argument("--indexnow-endpoint",
-                   help="where to submit (default https://api.indexnow.org/indexnow)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -131,11 +77,6 @@ def build_parser() -> argparse.ArgumentParser:
             "sitemaps run --inventory s3://inventory/urls/ --site-url https://www.example.com/ "
             "\\\n      --out s3://www-sitemaps/sitemaps/ "
             "--public-url https://www.example.com/sitemaps/")
-    p.add_argument("--inventory", required=True,
-                   help="Parquet file, glob or (Hive-partitioned) folder; local or s3://")
-    p.add_argument("--site-url", required=True,
-                   help="the site, scheme included, e.g. https://www.example.com/")
-    p.add_argument("--out", required=True, help="local folder or s3://bucket/prefix/")
     _add_run_args(p)
 
     p = add("demo", "make a synthetic inventory and publish its sitemaps locally, as run does "
@@ -157,12 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--state", help="or: a state URI (its newest snapshot is compared with)")
     p.add_argument("--site-url", help="the site, e.g. https://www.example.com/ (default: the "
                                       "live manifest's site URL)")
-    p.add_argument("--section-depth", type=int, default=1, metavar="N",
-                   help="path segments that name a section (default 1)")
-    p.add_argument("--keep-deprecated-tags", action="store_true",
-                   help="as for run: the image tags Google no longer uses count as content")
-    p.add_argument("--diff-partitions", type=int, metavar="N",
-                   help="diff in N hash partitions (default: automatic, as for run)")
+    settings.add_arguments(p, only=("section_depth", "keep_deprecated_tags", "diff_partitions"))
     p.add_argument("--json", action="store_true", help="print the report as JSON")
 
     p = add("status", "the live generation of an output: counts, age, whether every file it "
@@ -201,10 +137,11 @@ def build_parser() -> argparse.ArgumentParser:
             "sitemaps gc --out s3://www-sitemaps/sitemaps/ --dry-run")
     p.add_argument("--out", required=True, help="local folder or s3://bucket/prefix/")
     p.add_argument("--state", help="state URI (default: <out>/_state)")
-    p.add_argument("--keep-generations", type=int, default=3, metavar="K",
-                   help="generations whose files are kept (default 3)")
-    p.add_argument("--grace-hours", type=float, default=48.0, metavar="H",
-                   help="delete only files older than this (default 48)")
+    keep, grace = settings.default_of("keep_generations"), settings.default_of("gc_grace_hours")
+    p.add_argument("--keep-generations", type=int, default=keep, metavar="K",
+                   help=f"generations whose files are kept (default {keep})")
+    p.add_argument("--grace-hours", type=float, default=grace, metavar="H",
+                   help=f"delete only files older than this (default {grace:g})")
     p.add_argument("--dry-run", action="store_true", help="list what would be deleted")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
 
@@ -214,25 +151,8 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _options(args: argparse.Namespace) -> Any:
-    from pipeline.run import RunOptions
-
-    return RunOptions(
-        inventory=args.inventory, site_url=args.site_url, out=args.out,
-        public_url=args.public_url, state=args.state, work=args.work,
-        limits=Limits(args.max_urls_per_sitemap, args.max_bytes_per_sitemap,
-                      args.max_sitemaps_per_index),
-        run_id=args.run_id, section_depth=args.section_depth, allow_shrink=args.allow_shrink,
-        keep_deprecated_tags=args.keep_deprecated_tags,
-        shrink_threshold=args.shrink_threshold, max_reject_share=args.max_reject_share,
-        force=args.force, lease_seconds=args.lease_seconds, format=args.format,
-        keep_generations=args.keep_generations,
-        gc_grace_hours=None if args.no_gc else args.gc_grace_hours,
-        feed_days=args.feed_days or None, report=not args.no_report, report_to=args.report_to,
-        indexnow_key=args.indexnow_key, indexnow_key_location=args.indexnow_key_location,
-        indexnow_endpoint=args.indexnow_endpoint, diff_partitions=args.diff_partitions,
-        plan_slice_rows=args.plan_slice_rows,
-        check_conditional_writes=not args.no_conditional_write_check)
+def _options(args: argparse.Namespace) -> RunOptions:
+    return settings.from_args(args)
 
 
 def _print_summary(summary: dict[str, Any], as_json: bool) -> None:
@@ -390,7 +310,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
     from pipeline import storage
     from pipeline.errors import ConfigError
     from pipeline.publish import read_live
-    from pipeline.run import RunOptions, dry_run
+    from pipeline.run import dry_run
 
     if bool(args.out) == bool(args.state):
         raise ConfigError("give either --out (compare with its live generation) or --state")
@@ -398,7 +318,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
     scratch = None
     if args.out:
         live = read_live(args.out)
-        site_url = site_url or (live.manifest or {}).get("site_url")
+        site_url = site_url or (live.manifest["site_url"] if live.manifest else None)
         out = args.out
     else:
         out = scratch = tempfile.mkdtemp(prefix="sitemaps-diff-")
@@ -410,11 +330,8 @@ def cmd_diff(args: argparse.Namespace) -> int:
             snapshots = sorted(o.key for o in storage.open_storage(args.state).list(f"{GENERATIONS_FOLDER}/")
                                if o.key.endswith("/" + SNAPSHOT_KEY))
             snapshot = storage.join(args.state, snapshots[-1]) if snapshots else None
-        report = dry_run(RunOptions(inventory=args.inventory, site_url=site_url, out=out,
-                                    state=args.state, section_depth=args.section_depth,
-                                    keep_deprecated_tags=args.keep_deprecated_tags,
-                                    compare_snapshot=snapshot,
-                                    diff_partitions=args.diff_partitions))
+        report = dry_run(settings.from_args(args, site_url=site_url, out=out,
+                                            compare_snapshot=snapshot))
     finally:
         if scratch:
             shutil.rmtree(scratch, ignore_errors=True)
@@ -498,7 +415,7 @@ def describe_unexpected(exc: BaseException) -> tuple[int, str]:
     try:
         from botocore.exceptions import BotoCoreError, NoCredentialsError
     except ImportError:  # pragma: no cover - boto3 is a dependency
-        BotoCoreError = NoCredentialsError = ()  # type: ignore[assignment,misc]
+        BotoCoreError = NoCredentialsError = ()  # type: ignore[assignment,misc,unused-ignore]
     if isinstance(exc, NoCredentialsError):
         from pipeline.preflight import NO_CREDENTIALS
 

@@ -11,7 +11,12 @@ import argparse
 import json
 from typing import Any
 
-from pipeline.notify import DEFAULT_FEED_DAYS, DEFAULT_FEED_ENTRIES
+from pipeline.layout import STATE_FOLDER
+from pipeline.notify import DEFAULT_FEED_ENTRIES
+from pipeline.settings import default_of
+
+#: The feed's days: the run option's default.
+DEFAULT_FEED_DAYS: float = default_of("feed_days")
 
 
 def add_robots_parser(sub: Any) -> None:
@@ -34,7 +39,7 @@ def add_feed_parser(sub: Any) -> None:
     p = sub.add_parser("feed", help="write feed.atom: URLs added or changed recently")
     p.add_argument("--out", required=True, help="local folder or s3://bucket/prefix/")
     p.add_argument("--days", type=float, default=DEFAULT_FEED_DAYS,
-                   help=f"generations of this many days (default {DEFAULT_FEED_DAYS})")
+                   help=f"generations of this many days (default {DEFAULT_FEED_DAYS:g})")
     p.add_argument("--max-entries", type=int, default=DEFAULT_FEED_ENTRIES, metavar="N",
                    help=f"newest entries kept (default {DEFAULT_FEED_ENTRIES:,})")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -56,7 +61,7 @@ def add_report_parser(sub: Any) -> None:
     p = sub.add_parser("report", help="write the live generation's HTML run report (internal: "
                                       "under the state prefix) and say where it is")
     p.add_argument("--out", required=True, help="local folder or s3://bucket/prefix/")
-    p.add_argument("--state", help="state URI, where the report goes (default: <out>/_state)")
+    p.add_argument("--state", help=f"state URI, where the report goes (default: <out>/{STATE_FOLDER})")
     p.add_argument("--generation", help="another kept generation instead of the live one")
     p.add_argument("--report-to", metavar="URI",
                    help="where reports go, as for run (default: the state prefix)")

@@ -41,13 +41,17 @@ from pipeline.layout import (
     SHARDS_FOLDER,
     generation_key,
 )
+from pipeline.manifest import Manifest
 from pipeline.publish import read_live, utcnow
+from pipeline.settings import default_of
 from pipeline.w3c import parse_w3c
 
 log = logging.getLogger(__name__)
 
-DEFAULT_KEEP = 3
-DEFAULT_GRACE_HOURS = 48.0
+#: Generations kept, and the hours a file stays after no kept generation references it
+#: (the run options' defaults).
+DEFAULT_KEEP: int = default_of("keep_generations")
+DEFAULT_GRACE_HOURS: float = default_of("gc_grace_hours")
 #: Generations of the last days kept too: the change feed covers 7 days.
 DEFAULT_KEEP_DAYS = 7.0
 #: A run's own work folder in the temp directory (pipeline.steps.begin makes it).
@@ -122,7 +126,7 @@ def decide(out_uri: str, state_uri: str, *, keep: int = DEFAULT_KEEP,
                     temporaries, state_temporaries)
 
 
-def live_keys(manifest: dict[str, Any]) -> set[str]:
+def live_keys(manifest: Manifest) -> set[str]:
     return {s["key"] for s in manifest["sitemaps"]} | {
         i["generation_key"] for i in manifest["indexes"]}
 

@@ -21,7 +21,6 @@ the next run checks before it diffs against it.
 
 from __future__ import annotations
 
-import json
 import logging
 import secrets
 from collections.abc import Callable
@@ -31,7 +30,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from pipeline import integrity, storage
-from pipeline.errors import InternalError, LiveStateCorrupt, PublishConflict, ShrinkRefused
+from pipeline import manifest as manifest_model
+from pipeline.errors import InternalError, PublishConflict, ShrinkRefused
 from pipeline.layout import (
     FEED_KEY,
     GENERATION_MANIFEST,
@@ -43,23 +43,24 @@ from pipeline.layout import (
     root_index_name,
     state_file_key,
 )
+from pipeline.manifest import MANIFEST_FORMAT, IndexEntry, Manifest, SitemapEntry
 from pipeline.render import RenderedFile
+from pipeline.settings import default_of
 from pipeline.sitemap_xml import sitemap_index
 from pipeline.urls import Site
 from pipeline.w3c import format_w3c
 
 log = logging.getLogger(__name__)
 
-MANIFEST_FORMAT = 1
 #: Refuse to publish fewer URLs than the live generation by more than this share.
-DEFAULT_SHRINK_THRESHOLD = 0.10
+DEFAULT_SHRINK_THRESHOLD: float = default_of("shrink_threshold")
 
 
 @dataclass
 class LiveState:
     """The live manifest as read when the run started, and its version tag."""
 
-    manifest: dict[str, Any] | None
+    manifest: Manifest | None
     etag: str | None
 
     @property
@@ -71,7 +72,7 @@ class LiveState:
 class PublishResult:
     generation: str
     published: bool
-    manifest: dict[str, Any]
+    manifest: Manifest
     warnings: list[str] = field(default_factory=list)
 
 
@@ -85,17 +86,9 @@ def repair_hint(out_uri: str) -> str:
             "again (see the README, Recovery)")
 
 
-def parse_manifest(data: bytes, where: str, out_uri: str) -> dict[str, Any]:
+def parse_manifest(data: bytes, where: str, out_uri: str) -> Manifest:
     """A manifest's JSON, or LiveStateCorrupt: an empty or broken one is never "no generation"."""
-    try:
-        m = json.loads(data)
-    except ValueError:
-        m = None
-    if not isinstance(m, dict) or not all(k in m for k in ("generation", "sitemaps", "indexes")):
-        raise LiveStateCorrupt(
-            f"{where} is {'empty' if not data.strip() else 'not a valid manifest'}; nothing was "
-            f"published (the shrink guard and the lastmod history need it); {repair_hint(out_uri)}")
-    return m
+    return manifest_model.parse(data, where, repair_hint(out_uri))
 
 
 def read_live(out_uri: str) -> LiveState:
@@ -116,20 +109,20 @@ def state_files(state_uri: str, generation: str) -> dict[str, str]:
     return {name: storage.join(state_uri, state_file_key(generation, name)) for name in STATE_FILES}
 
 
-def snapshot_uri(manifest: dict[str, Any], state_uri: str) -> str:
+def snapshot_uri(manifest: Manifest, state_uri: str) -> str:
     """The snapshot of `manifest`'s generation (manifests before issue 14 named it)."""
     return (manifest.get("state") or {}).get("snapshot") or \
         state_files(state_uri, manifest["generation"])["snapshot"]
 
 
-def live_files(manifest: dict[str, Any]) -> dict[str, int]:
+def live_files(manifest: Manifest) -> dict[str, int]:
     """Every file the manifest's generation serves, with its stored size."""
     files = {s["key"]: int(s["gzip_bytes"]) for s in manifest["sitemaps"]}
     files.update({i["generation_key"]: int(i["bytes"]) for i in manifest["indexes"]})
     return files
 
 
-def missing_files(out: storage.Storage, manifest: dict[str, Any]) -> list[str]:
+def missing_files(out: storage.Storage, manifest: Manifest) -> list[str]:
     """The manifest's files that are absent or of another size: one listing per folder."""
     want = live_files(manifest)
     folders = {k.rpartition("/")[0] + "/" for k in want}
@@ -165,12 +158,12 @@ def cross_submission_warning(site: Site, public_url: str) -> str | None:
 
 
 def file_entries(rendered: list[RenderedFile], live: LiveState, public_url: str
-                 ) -> list[dict[str, Any]]:
+                 ) -> list[SitemapEntry]:
     """Manifest entries of every shard; reused ones take their sizes from the live manifest."""
-    previous = {s["key"]: s for s in (live.manifest or {}).get("sitemaps", [])}
+    previous = {s["key"]: s for s in (live.manifest["sitemaps"] if live.manifest else [])}
     entries = []
     for r in sorted(rendered, key=lambda f: (f.section, f.shard)):
-        entry = {"key": r.key, "url": public_join(public_url, r.key), "section": r.section,
+        entry: SitemapEntry = {"key": r.key, "url": public_join(public_url, r.key), "section": r.section,
                  "shard": r.shard, "urls": r.urls, "bytes": r.bytes, "gzip_bytes": r.gzip_bytes,
                  "sha256": r.sha256, "lastmod": r.lastmod}
         if not r.written:
@@ -202,7 +195,7 @@ def check_shrink(live: LiveState, published: int, threshold: float, allow_shrink
             "the live generation stays; check the inventory, or pass --allow-shrink")
 
 
-def same_content(live: LiveState, sitemaps: list[dict[str, Any]], n_indexes: int) -> bool:
+def same_content(live: LiveState, sitemaps: list[SitemapEntry], n_indexes: int) -> bool:
     """True when the live generation already publishes exactly these files."""
     if live.manifest is None:
         return False
@@ -234,7 +227,7 @@ def publish(out_uri: str, *, rendered: list[RenderedFile], live: LiveState, site
     # Recorded so that the next run can tell a truncated or replaced snapshot (integrity.py).
     state_check = {"snapshot": integrity.describe(state_files["snapshot"])} \
         if "snapshot" in state_files else {}
-    indexes = []
+    indexes: list[IndexEntry] = []
     for n, chunk in enumerate(chunks, start=1):
         body = sitemap_index((s["url"], s["lastmod"]) for s in chunk)
         gen_key = generation_key(generation, index_name(n))
@@ -242,13 +235,14 @@ def publish(out_uri: str, *, rendered: list[RenderedFile], live: LiveState, site
         indexes.append({"key": index_name(n), "generation_key": gen_key,
                         "url": public_join(public_url, index_name(n)), "sitemaps": len(chunk),
                         "bytes": len(body)})
-    history = [generation] + list((live.manifest or {}).get("history", []))[:50]
+    history = [generation] + list(live.manifest["history"] if live.manifest else [])[:50]
     committed = format_w3c(utcnow())
     # When each earlier generation stopped being live: GC's grace period counts from it.
-    retired = {g: t for g, t in (live.manifest or {}).get("retired", {}).items() if g in history}
+    retired = {g: t for g, t in (live.manifest.get("retired", {}) if live.manifest else {}).items()
+               if g in history}
     if live.generation:
         retired[live.generation] = committed
-    manifest = {
+    manifest: Manifest = {
         "format": MANIFEST_FORMAT,
         "generation": generation,
         "previous": live.generation,
@@ -265,7 +259,7 @@ def publish(out_uri: str, *, rendered: list[RenderedFile], live: LiveState, site
         "state_check": state_check,
         "warnings": warnings,
     }
-    body = json.dumps(manifest, indent=1, sort_keys=True).encode()
+    body = manifest_model.dumps(manifest)
     out.write_bytes(generation_key(generation, GENERATION_MANIFEST), body,
                     cache_control=storage.CACHE_IMMUTABLE)
     try:
@@ -282,7 +276,7 @@ def publish(out_uri: str, *, rendered: list[RenderedFile], live: LiveState, site
     return PublishResult(generation, True, manifest, warnings)
 
 
-def robots_lines(manifest: dict[str, Any], feed: bool = False) -> bytes:
+def robots_lines(manifest: Manifest, feed: bool = False) -> bytes:
     """One `Sitemap:` line per root index of the manifest, then the feed's (a feed is a
     valid sitemap for the sitemaps.org protocol) when the output has one."""
     urls = [i["url"] for i in manifest["indexes"]]
@@ -291,8 +285,8 @@ def robots_lines(manifest: dict[str, Any], feed: bool = False) -> bytes:
     return "".join(f"Sitemap: {u}\n" for u in urls).encode()
 
 
-def repair_root(out: storage.Storage, manifest: dict[str, Any],
-                previous: dict[str, Any] | None = None) -> int:
+def repair_root(out: storage.Storage, manifest: Manifest,
+                previous: Manifest | None = None) -> int:
     """Make the stable root index(es) and robots lines match `manifest`; returns files fixed.
 
     Only while `manifest` is the live one: a stalled run that resumes after a later
@@ -315,7 +309,7 @@ def repair_root(out: storage.Storage, manifest: dict[str, Any],
         fixed += 1
     # A root index the new generation no longer has would list stale files.
     current = {i["key"] for i in manifest["indexes"]}
-    stale = {i["key"] for i in (previous or {}).get("indexes", [])} - current
+    stale = {i["key"] for i in (previous["indexes"] if previous else [])} - current
     stale |= {o.key for o in out.list(MORE_ROOT_INDEXES_PREFIX) if "/" not in o.key} - current
     if stale:
         out.delete(sorted(stale))

@@ -13,7 +13,7 @@ from typing import Any
 
 from pipeline import steps
 from pipeline.progress import QUIET, Progress
-from pipeline.steps import RunOptions
+from pipeline.settings import RunOptions
 
 __all__ = ["RunOptions", "dry_run", "run"]
 
@@ -21,46 +21,55 @@ log = logging.getLogger(__name__)
 
 
 def run(opts: RunOptions, progress: Progress = QUIET) -> dict[str, Any]:
-    """Run every step; returns the run summary (its counts are also in the manifest)."""
+    """Run every step; returns the run summary (its counts are also in the manifest).
+
+    Each step's result is logged as its `summary()` line, the line the DAG's task logs.
+    """
     started = time.monotonic()
     ctx = steps.begin(opts)
     try:
-        seconds = {"load": steps.load_step(ctx, progress)["seconds"]}
+        loaded = steps.load_step(ctx, progress)
+        log.info("%s", loaded.summary())
+        seconds = {"load": loaded.seconds}
         partitions = steps.diff_partitions(ctx)
         progress.step("diff against the live generation"
                       + (f" ({partitions} partitions)" if partitions > 1 else ""))
         t = time.monotonic()
         diffed = steps.diff_step(ctx)  # the partitions one after the other, each join bounded
+        log.info("%s", diffed.summary())
         seconds["diff"] = round(time.monotonic() - t, 3)
-        progress.done(f"{diffed['added']:,} added, {diffed['changed']:,} changed, "
-                      f"{diffed['removed']:,} removed")
+        c = diffed.counts
+        progress.done(f"{c['added']:,} added, {c['changed']:,} changed, {c['removed']:,} removed")
         progress.step("plan shards")
         planned = steps.plan_step(ctx)
-        progress.done(f"{planned['shards']:,} shards, {planned['to_render']:,} to write")
-        seconds["plan"] = planned["seconds"]
+        log.info("%s", planned.summary())
+        progress.done(f"{planned.shards:,} shards, {planned.to_render:,} to write")
+        seconds["plan"] = planned.seconds
         t = time.monotonic()
         progress.step("render")  # render shows its own line only when it has shards to write
         rendered = steps.render_step(ctx, None, progress=progress)
+        log.info("%s", rendered.summary())
         seconds["render"] = round(time.monotonic() - t, 3)
         t = time.monotonic()
         progress.step("publish")
-        summary = steps.publish_step(ctx, [rendered["uri"]])
-        progress.done(f"generation {summary['generation']} "
-                      + ("live" if summary["published"] else "unchanged, still live"))
+        published = steps.publish_step(ctx, [rendered.uri])
+        log.info("%s", published.summary())
+        progress.done(f"generation {published.generation} "
+                      + ("live" if published.published else "unchanged, still live"))
+        summary = published.to_dict()
         seconds["publish"] = round(time.monotonic() - t, 3)
-        if opts.feed_days or opts.report or opts.indexnow_key:
-            from pipeline.notify import notify_step
-
+        if steps.notifies(ctx):
             t = time.monotonic()
             progress.step("notify")
-            summary["notify"] = notify_step(
-                ctx, summary, indexnow_key=opts.indexnow_key,
-                indexnow_endpoint=opts.indexnow_endpoint, key_location=opts.indexnow_key_location,
-                feed_days=opts.feed_days, report=opts.report)
+            notified = steps.notify_step(ctx, published)
+            log.info("%s", notified.summary())
+            summary["notify"] = notified.to_dict()
             progress.done(_notify_line(summary["notify"]))
             seconds["notify"] = round(time.monotonic() - t, 3)
         progress.step("gc")
-        summary["gc"] = steps.gc_step(ctx)
+        collected = steps.gc_step(ctx)
+        log.info("%s", collected.summary())
+        summary["gc"] = collected.to_dict()
         progress.done(_gc_line(summary["gc"]))
     finally:
         steps.finish(ctx)
@@ -92,6 +101,6 @@ def dry_run(opts: RunOptions) -> dict[str, Any]:
         steps.load_step(ctx)
         steps.diff_step(ctx)
         steps.plan_step(ctx)
-        return steps.dry_run_summary(ctx)
+        return steps.dry_run_summary(ctx).to_dict()
     finally:
         steps.finish(ctx)

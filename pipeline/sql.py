@@ -18,6 +18,7 @@ from typing import Any
 import duckdb
 
 from pipeline.errors import ConfigError
+from pipeline.settings import environment
 
 #: Beside the package in a checkout (editable install), else where a wheel puts it.
 SQL_DIR = next((d for d in (Path(__file__).resolve().parent.parent / "sql",
@@ -45,16 +46,16 @@ def parse_bytes(text: str) -> int:
 def duckdb_memory_limit() -> str:
     """DuckDB's memory_limit: SITEMAPS_DUCKDB_MEMORY as given, else SITEMAPS_MEMORY (default
     1.5GB) less PROCESS_RESERVE, at least 256 MB."""
-    if os.environ.get("SITEMAPS_DUCKDB_MEMORY"):
-        return os.environ["SITEMAPS_DUCKDB_MEMORY"]
-    total = parse_bytes(os.environ.get("SITEMAPS_MEMORY") or DEFAULT_PROCESS_MEMORY)
+    env = environment()
+    if env.duckdb_memory:
+        return env.duckdb_memory
+    total = parse_bytes(env.memory or DEFAULT_PROCESS_MEMORY)
     return f"{max(256 * 1024**2, total - PROCESS_RESERVE) // 1024**2}MB"
 
 
 def spill_dir() -> str:
     """Where DuckDB spills past its memory limit (SITEMAPS_TEMP_DIR, default the temp dir)."""
-    return os.environ.get("SITEMAPS_TEMP_DIR") or os.path.join(tempfile.gettempdir(),
-                                                               "sitemaps-duckdb")
+    return environment().temp_dir or os.path.join(tempfile.gettempdir(), "sitemaps-duckdb")
 
 
 @functools.cache

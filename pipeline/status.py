@@ -16,6 +16,7 @@ import logging
 from datetime import UTC, datetime
 from typing import Any
 
+from pipeline import manifest as manifest_model
 from pipeline import storage
 from pipeline.errors import ConfigError, LiveStateCorrupt, PublishConflict, StorageError
 from pipeline.layout import (
@@ -26,6 +27,7 @@ from pipeline.layout import (
     default_state,
     generation_key,
 )
+from pipeline.manifest import Manifest
 from pipeline.publish import (
     live_files,
     missing_files,
@@ -85,7 +87,7 @@ def _age_hours(created: str) -> float:
     return round((datetime.now(UTC) - t).total_seconds() / 3600, 2)
 
 
-def kept_generations(out: storage.Storage, live: dict[str, Any]) -> list[dict[str, Any]]:
+def kept_generations(out: storage.Storage, live: Manifest) -> list[dict[str, Any]]:
     """The live history's generations whose manifest is still stored, newest first: counts,
     age, when each stopped being live, and whether every file it lists is there (so it can
     be rolled back to; its snapshot is checked by the rollback itself). One listing per
@@ -96,7 +98,7 @@ def kept_generations(out: storage.Storage, live: dict[str, Any]) -> list[dict[st
     retired = live.get("retired") or {}
     for gen in live.get("history") or [live["generation"]]:
         if gen == live["generation"]:
-            m: dict[str, Any] | None = live
+            m: Manifest | None = live
         else:
             raw = out.read_bytes_or_none(generation_key(gen, GENERATION_MANIFEST))
             try:
@@ -120,7 +122,7 @@ def kept_generations(out: storage.Storage, live: dict[str, Any]) -> list[dict[st
 
 
 def _check_generation(out: storage.Storage, gen: str, out_uri: str, state_uri: str
-                      ) -> tuple[dict[str, Any] | None, str]:
+                      ) -> tuple[Manifest | None, str]:
     """(its manifest, "") when generation `gen` is intact, else (None, what is wrong)."""
     raw = out.read_bytes_or_none(generation_key(gen, GENERATION_MANIFEST))
     if raw is None:
@@ -148,7 +150,7 @@ def _check_generation(out: storage.Storage, gen: str, out_uri: str, state_uri: s
 
 
 def _intact(out: storage.Storage, gen: str, out_uri: str, state_uri: str
-            ) -> dict[str, Any] | None:
+            ) -> Manifest | None:
     return _check_generation(out, gen, out_uri, state_uri)[0]
 
 
@@ -157,7 +159,7 @@ def _intact(out: storage.Storage, gen: str, out_uri: str, state_uri: str
 BOOKKEEPING = ("previous", "history", "committed", "retired", "rollback")
 
 
-def _content(m: dict[str, Any]) -> dict[str, Any]:
+def _content(m: Manifest) -> dict[str, Any]:
     return {k: v for k, v in m.items() if k not in BOOKKEEPING}
 
 
@@ -188,7 +190,8 @@ def repair(out_uri: str, state_uri: str | None = None) -> dict[str, Any]:
             pass
     if live_gen is not None:
         m = _intact(out, live_gen, out_uri, state_uri)
-        if m is not None and _content(m) == _content(json.loads(data)):  # type: ignore[arg-type]
+        assert data is not None
+        if m is not None and _content(m) == _content(manifest_model.loads(data)):
             fixed = repair_root(out, m)
             return {"out": out_uri, "live": live_gen, "repaired": False, "root_files_fixed": fixed}
     listed = [o.key for o in out.list(f"{GENERATIONS_FOLDER}/")]
@@ -259,19 +262,21 @@ def rollback(out_uri: str, state_uri: str | None = None, to: str | None = None
     retired = {g: t for g, t in (current.get("retired") or {}).items()
                if g in new_history and g != to}
     retired[current["generation"]] = committed
-    manifest = {**target, "previous": current["generation"], "history": new_history,
+    manifest: Manifest = {**target, "previous": current["generation"], "history": new_history,
                 "committed": committed, "retired": retired,
                 "rollback": {"from": current["generation"], "at": committed}}
-    body = json.dumps(manifest, indent=1, sort_keys=True).encode()
+    body = manifest_model.dumps(manifest)
     try:
         out.put_if(LIVE_MANIFEST_KEY, body, if_match=live.etag, cache_control=storage.CACHE_SHORT)
     except PublishConflict:
         # A lost reply whose write applied (botocore's retry got 412) is a rollback done.
-        now_live = read_live(out_uri).manifest or {}
-        if now_live.get("generation") != to or now_live.get("rollback") != manifest["rollback"]:
+        now_live = read_live(out_uri).manifest
+        now_gen = now_live["generation"] if now_live else None
+        if now_gen != to or (now_live.get("rollback") if now_live else None) \
+                != manifest["rollback"]:
             raise PublishConflict(
                 f"another generation was published in {out_uri} while rolling back "
-                f"({now_live.get('generation')} is live now); nothing was rolled back: check "
+                f"({now_gen} is live now); nothing was rolled back: check "
                 "`sitemaps status` and roll back again if still wanted") from None
         log.warning("rollback: the swap's reply was lost, but generation %s is live", to)
     # After the swap: a marker written before a lost race would mislead repair.

@@ -1,9 +1,9 @@
-"""The run as a chain of steps that exchange small JSON-able dicts.
+"""The run as a chain of steps that exchange a run context, URIs and counts.
 
-Each step reads its inputs from URIs recorded in the run context (a dict)
+Each step reads its inputs from URIs recorded in the run context (`pipeline.context`)
 and writes its outputs under the run's work prefix, so any process, on any
 machine, can run any step: the CLI runs them one after the other
-(`pipeline.run`), the DAG runs each as a task and passes the dicts through
+(`pipeline.run`), the DAG runs each as a task and passes the context and counts, as dicts, through
 XCom. Nothing but URIs and counts is ever passed between steps.
 """
 
@@ -11,16 +11,27 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Any
 
 from pipeline import storage
-from pipeline.config import Limits
-from pipeline.errors import ConfigError, InternalError, PublishConflict, TooManyRejects
-from pipeline.layout import LIVE_KEYS, default_state
+from pipeline.context import (
+    DiffCounts,
+    DryRunReport,
+    GcCounts,
+    LoadCounts,
+    NotifyCounts,
+    PlanCounts,
+    PlanSliceCounts,
+    PublishSummary,
+    RenderCounts,
+    RunContext,
+)
+from pipeline.errors import InternalError, PublishConflict, TooManyRejects
+from pipeline.layout import LIVE_KEYS
+from pipeline.manifest import Manifest
 from pipeline.publish import (
-    DEFAULT_SHRINK_THRESHOLD,
     cross_submission_warning,
     missing_files,
     new_generation_id,
@@ -30,79 +41,15 @@ from pipeline.publish import (
     snapshot_uri,
 )
 from pipeline.render import RenderedFile
+from pipeline.settings import RunOptions
 from pipeline.urls import Site
 
 log = logging.getLogger(__name__)
 
-#: Fail before publishing when more than this share of input rows is rejected.
-DEFAULT_MAX_REJECT_SHARE = 0.05
-#: Render batch sizes for mapped tasks: aim for this many uncompressed bytes each.
-DEFAULT_RENDER_BATCH_BYTES = 256 * 1024 * 1024
 
 
-@dataclass
-class RunOptions:
-    """Everything one run needs; the CLI flags and the DAG's site config map onto it."""
-
-    inventory: str
-    site_url: str
-    out: str
-    public_url: str | None = None
-    state: str | None = None
-    work: str | None = None
-    limits: Limits = field(default_factory=Limits)
-    run_id: str | None = None
-    run_time: datetime | None = None
-    section_depth: int = 1
-    #: Write the image tags Google stopped using in 2022 (left out and counted by default).
-    keep_deprecated_tags: bool = False
-    allow_shrink: bool = False
-    shrink_threshold: float = DEFAULT_SHRINK_THRESHOLD
-    max_reject_share: float = DEFAULT_MAX_REJECT_SHARE
-    force: bool = False
-    #: Seconds a lease is held for (0: no lease; the conditional commit still guards races).
-    lease_seconds: float = 0
-    #: Garbage collection after the commit: generations kept, grace hours (None: no gc).
-    keep_generations: int = 3
-    gc_grace_hours: float | None = 48.0
-    #: "xml" sitemaps, or "txt": plain-text sitemaps (one URL a line, same limits).
-    format: str = "xml"
-    #: Diff against this snapshot instead of the live generation's (dry runs from a state URI).
-    compare_snapshot: str | None = None
-    #: Notify after publishing (pipeline.notify): the feed of this many days' changes
-    #: (None: no feed), the HTML run report, IndexNow (off without a key).
-    feed_days: float | None = None
-    report: bool = False
-    #: Where the report goes (None: the state prefix, <state>/generations/<id>/report.html).
-    report_to: str | None = None
-    indexnow_key: str | None = None
-    indexnow_key_location: str | None = None
-    indexnow_endpoint: str | None = None
-    #: Rows the plan works on at a time (None: pipeline.plan.SLICE_ROWS).
-    plan_slice_rows: int | None = None
-    #: Hash partitions of the diff (None: automatic, pipeline.diff.partitions_for: as many
-    #: as keep each join's hash table in DuckDB's memory, at most 4; 1 on a first run).
-    #: The CLI runs them one after the other; the DAG maps the diff task over them.
-    diff_partitions: int | None = None
-    #: Check at begin, before any work, that --out (and --state) can be written; a dry run,
-    #: which writes nothing there, checks only that S3 can be reached.
-    check_writable: bool = True
-    #: Probe once that the output's S3 server refuses a failed conditional write (412)
-    #: before relying on one for the commit; False only for a server known to need it.
-    check_conditional_writes: bool = True
-
-    @property
-    def state_uri(self) -> str:
-        """Default: the private `_state/` folder beside the sitemaps (never serve it)."""
-        return self.state or default_state(self.out)
-
-
-def begin(opts: RunOptions) -> dict[str, Any]:
+def begin(opts: RunOptions) -> RunContext:
     """Reads the live manifest (its version is what the commit will be conditional on)."""
-    if opts.diff_partitions is not None and opts.diff_partitions < 1:
-        raise ConfigError(f"--diff-partitions must be at least 1, not {opts.diff_partitions}")
-    if opts.plan_slice_rows is not None and opts.plan_slice_rows < 1:
-        raise ConfigError(f"--plan-slice-rows must be at least 1, not {opts.plan_slice_rows}")
     run_time = (opts.run_time or datetime.now(UTC)).astimezone(UTC).replace(microsecond=0)
     site = Site.parse(opts.site_url)
     public = opts.public_url or site.prefix
@@ -146,31 +93,20 @@ def begin(opts: RunOptions) -> dict[str, Any]:
     warnings = [w for w in [cross_submission_warning(site, public)] if w]
     for w in warnings:
         log.warning("%s", w)
-    ctx = {
-        "inventory": opts.inventory, "site_url": site.prefix, "out": opts.out,
-        "public_url": public, "state": opts.state_uri,
-        "work": storage.join(base, opts.run_id or generation) if opts.work else base,
-        "own_work": opts.work is None,
-        "run_time": run_time.isoformat(), "generation": generation,
-        "live_etag": live.etag, "live_generation": live.generation,
-        "snapshot": snapshot,
-        "limits": asdict(opts.limits), "section_depth": opts.section_depth,
-        "keep_deprecated_tags": opts.keep_deprecated_tags,
-        "allow_shrink": opts.allow_shrink, "shrink_threshold": opts.shrink_threshold,
-        "max_reject_share": opts.max_reject_share, "force": opts.force,
-        "lease": bool(opts.lease_seconds), "lease_owner": lease_owner, "format": opts.format,
-        "keep_generations": opts.keep_generations,
-        "gc_grace_hours": opts.gc_grace_hours, "warnings": warnings,
-        "plan_slice_rows": opts.plan_slice_rows, "diff_partitions": opts.diff_partitions,
-        "report_to": opts.report_to,
-    }
+    ctx = RunContext(
+        options=opts, site_url=site.prefix, public_url=public, out=opts.out,
+        state=opts.state_uri,
+        work=storage.join(base, opts.run_id or generation) if opts.work else base,
+        own_work=opts.work is None, run_time=run_time.isoformat(), generation=generation,
+        live_etag=live.etag, live_generation=live.generation, snapshot=snapshot,
+        lease=bool(opts.lease_seconds), lease_owner=lease_owner, warnings=tuple(warnings))
     # The live shard keys go to a work file, not into the context: a 1B-URL site has over
     # 20,000 of them, and the DAG hands the context to every task through XCom.
     try:
-        _save(ctx, LIVE_KEYS, sorted(s["key"] for s in (live.manifest or {}).get("sitemaps", [])
-                                     if s["key"] not in gone))
+        _save(ctx, LIVE_KEYS, sorted(s["key"] for s in (live.manifest["sitemaps"] if live.manifest
+                                                         else []) if s["key"] not in gone))
     except BaseException:
-        if ctx["own_work"]:  # our temp folder: no finish will remove it
+        if ctx.own_work:  # our temp folder: no finish will remove it
             import shutil
 
             from pipeline.gc import release_work_folder
@@ -182,29 +118,29 @@ def begin(opts: RunOptions) -> dict[str, Any]:
     return ctx
 
 
-def live_keys(ctx: dict[str, Any]) -> set[str]:
+def live_keys(ctx: RunContext) -> set[str]:
     """The shard keys of the generation that was live at begin."""
     return set(_read(ctx, LIVE_KEYS))
 
 
-def renew_lease(ctx: dict[str, Any]) -> None:
+def renew_lease(ctx: RunContext) -> None:
     """Long runs renew their lease at each step; PublishConflict if another run took it."""
-    if ctx.get("lease"):
+    if ctx.lease:
         from pipeline import lease
 
-        lease.renew(ctx["out"], ctx["lease_owner"])
+        lease.renew(ctx.out, ctx.lease_owner)
 
 
-def _work(ctx: dict[str, Any]) -> storage.Storage:
-    return storage.open_storage(ctx["work"])
+def _work(ctx: RunContext) -> storage.Storage:
+    return storage.open_storage(ctx.work)
 
 
-def _save(ctx: dict[str, Any], name: str, data: Any) -> str:
+def _save(ctx: RunContext, name: str, data: Any) -> str:
     _work(ctx).write_bytes(name, json.dumps(data, default=str).encode())
     return _work(ctx).uri(name)
 
 
-def _read(ctx: dict[str, Any], name: str) -> Any:
+def _read(ctx: RunContext, name: str) -> Any:
     return json.loads(_work(ctx).read_bytes(name))
 
 
@@ -226,30 +162,30 @@ def check_rejects(input_rows: int, rejected: dict[str, int], max_share: float) -
             "Parquet for the rows, fix the inventory or raise --max-reject-share")
 
 
-def load_step(ctx: dict[str, Any], progress: Any = None) -> dict[str, Any]:
+def load_step(ctx: RunContext, progress: Any = None) -> LoadCounts:
     """Loads the inventory; its counts include `diff_partitions`, the diff's partitions."""
     renew_lease(ctx)
     from pipeline.diff import partitions_for
     from pipeline.load import load
     from pipeline.progress import QUIET
 
-    result = load(ctx["inventory"], ctx["site_url"], ctx["work"],
-                  section_depth=ctx["section_depth"],
-                  keep_deprecated_tags=ctx.get("keep_deprecated_tags", False),
+    result = load(ctx.options.inventory, ctx.site_url, ctx.work,
+                  section_depth=ctx.options.section_depth,
+                  keep_deprecated_tags=ctx.options.keep_deprecated_tags,
                   progress=progress or QUIET)
-    counts = {"input_rows": result.input_rows, "valid_rows": result.valid_rows,
-              "rejected": result.rejected, "rejected_rows": result.rejected_rows,
-              "not_indexable": result.not_indexable,
-              "dropped_fields": result.field_issues, "seconds": round(result.seconds, 3),
-              "diff_partitions": ctx.get("diff_partitions") or partitions_for(
-                  result.valid_rows, first_run=not ctx.get("snapshot"))}
-    _save(ctx, "load.json", {**counts, "valid": asdict(result.valid),
+    counts = LoadCounts(
+        input_rows=result.input_rows, valid_rows=result.valid_rows, rejected=result.rejected,
+        rejected_rows=result.rejected_rows, not_indexable=result.not_indexable,
+        dropped_fields=result.field_issues, seconds=round(result.seconds, 3),
+        diff_partitions=ctx.options.diff_partitions or partitions_for(
+            result.valid_rows, first_run=not ctx.snapshot))
+    _save(ctx, "load.json", {**counts.to_dict(), "valid": asdict(result.valid),
                              "rejects_uri": result.rejects_uri})
-    check_rejects(result.input_rows, result.rejected, ctx["max_reject_share"])
+    check_rejects(result.input_rows, result.rejected, ctx.options.max_reject_share)
     return counts
 
 
-def diff_partitions(ctx: dict[str, Any]) -> int:
+def diff_partitions(ctx: RunContext) -> int:
     """How many hash partitions the diff has (load decided: the run's option, or automatic)."""
     return int(_read(ctx, "load.json")["diff_partitions"])
 
@@ -258,25 +194,25 @@ def _diff_part_name(partition: int) -> str:
     return f"diff-{partition:05d}.json"
 
 
-def diff_partition_step(ctx: dict[str, Any], partition: int) -> dict[str, Any]:
+def diff_partition_step(ctx: RunContext, partition: int) -> DiffCounts:
     """Diffs one hash partition; writes its parts and `diff-NNNNN.json` (counts and URIs)."""
     from pipeline.diff import diff
     from pipeline.load import ValidRows
 
     loaded = _read(ctx, "load.json")
     partitions = int(loaded["diff_partitions"])
-    result = diff(ValidRows(**loaded["valid"]), ctx["snapshot"],
-                  datetime.fromisoformat(ctx["run_time"]),
-                  ctx["work"], with_news=ctx["format"] == "xml", partition=partition,
+    result = diff(ValidRows(**loaded["valid"]), ctx.snapshot,
+                  ctx.run_datetime,
+                  ctx.work, with_news=ctx.options.format == "xml", partition=partition,
                   partitions=partitions)
-    counts = {**result.counts(), "seconds": round(result.seconds, 3), "partition": partition,
-              "partitions": partitions}
-    _save(ctx, _diff_part_name(partition), {**counts, "diffed_uris": result.diffed_uris,
+    counts = DiffCounts(result.counts(), round(result.seconds, 3), partitions, partition)
+    _save(ctx, _diff_part_name(partition), {**counts.to_dict(),
+                                            "diffed_uris": result.diffed_uris,
                                             "changes_uris": result.changes_uris})
     return counts
 
 
-def diff_combine_step(ctx: dict[str, Any]) -> dict[str, Any]:
+def diff_combine_step(ctx: RunContext) -> DiffCounts:
     """Gathers every partition's `diff-NNNNN.json` into `diff.json`; returns the summed counts.
 
     Fails, naming them, when partitions are missing (their diff task did not finish).
@@ -289,7 +225,7 @@ def diff_combine_step(ctx: dict[str, Any]) -> dict[str, Any]:
     missing = [p for p in range(partitions) if not work.exists(_diff_part_name(p))]
     if missing:
         raise InternalError(f"diff partition(s) {missing[:10]} of {partitions} have no result "
-                           f"({_diff_part_name(missing[0])} under {ctx['work']}): run them first")
+                           f"({_diff_part_name(missing[0])} under {ctx.work}): run them first")
     parts = [_read(ctx, _diff_part_name(p)) for p in range(partitions)]
     stale = [d["partition"] for d in parts if d["partitions"] != partitions]
     if stale:
@@ -297,8 +233,8 @@ def diff_combine_step(ctx: dict[str, Any]) -> dict[str, Any]:
                            f"partitions than {partitions} (load ran again?): clear them")
     result = combine([DiffResult(**{k: v for k, v in d.items()
                                     if k not in ("partition", "partitions")}) for d in parts])
-    counts = {**result.counts(), "seconds": round(result.seconds, 3), "partitions": partitions}
-    _save(ctx, "diff.json", {**counts, "diffed_uris": result.diffed_uris,
+    counts = DiffCounts(result.counts(), round(result.seconds, 3), partitions)
+    _save(ctx, "diff.json", {**counts.to_dict(), "diffed_uris": result.diffed_uris,
                              "changes_uris": result.changes_uris})
     if partitions > 1:
         log.info("diff: %d partitions: %d added, %d changed, %d unchanged, %d removed (%.1f s "
@@ -307,43 +243,43 @@ def diff_combine_step(ctx: dict[str, Any]) -> dict[str, Any]:
     return counts
 
 
-def diff_step(ctx: dict[str, Any]) -> dict[str, Any]:
+def diff_step(ctx: RunContext) -> DiffCounts:
     """Diffs every partition, one after the other, then combines them (the CLI's way)."""
     for partition in range(diff_partitions(ctx)):
         diff_partition_step(ctx, partition)
     return diff_combine_step(ctx)
 
 
-def plan_prepare_step(ctx: dict[str, Any]) -> list[int]:
+def plan_prepare_step(ctx: RunContext) -> list[int]:
     """Chooses the plan's slices (`plan-slices.json`); returns their numbers, 0 .. N-1."""
     from pipeline.plan import prepare
 
     diffed = _read(ctx, "diff.json")
-    slices = prepare(diffed["diffed_uris"], ctx["snapshot"], ctx["work"],
-                     slice_rows=ctx.get("plan_slice_rows"))
+    slices = prepare(diffed["diffed_uris"], ctx.snapshot, ctx.work,
+                     slice_rows=ctx.options.plan_slice_rows)
     return list(range(len(slices)))
 
 
-def plan_slice_step(ctx: dict[str, Any], slice: int) -> dict[str, Any]:
+def plan_slice_step(ctx: RunContext, slice: int) -> PlanSliceCounts:
     """Plans one slice: its part and `plan-slice-NNNNN.json`; a retry rewrites both."""
     from pipeline.plan import plan_slice
 
-    result = plan_slice(ctx["work"], slice, Limits(**ctx["limits"]),
-                        output_format=ctx["format"],
-                        reuse_keys=frozenset() if ctx["force"] else frozenset(live_keys(ctx)))
-    return {"slice": slice, "shards": len(result.shards),
-            "urls": sum(s.urls for s in result.shards), "split": result.split,
-            "merged": result.merged, "seconds": round(result.seconds, 3)}
+    result = plan_slice(ctx.work, slice, ctx.options.limits,
+                        output_format=ctx.options.format,
+                        reuse_keys=frozenset() if ctx.options.force else frozenset(live_keys(ctx)))
+    return PlanSliceCounts(slice=slice, shards=len(result.shards),
+                           urls=sum(s.urls for s in result.shards), split=result.split,
+                           merged=result.merged, seconds=round(result.seconds, 3))
 
 
-def plan_combine_step(ctx: dict[str, Any], batch_bytes: int = DEFAULT_RENDER_BATCH_BYTES
-                      ) -> dict[str, Any]:
+def plan_combine_step(ctx: RunContext, batch_bytes: int | None = None) -> PlanCounts:
     """Gathers the slices into `shards.json` and `plan.json`; returns the counts and the
     render batches (lists of shard uids, by bytes)."""
     from pipeline.plan import combine
 
-    result = combine(ctx["work"])
-    skip = set() if ctx["force"] else live_keys(ctx)
+    result = combine(ctx.work)
+    batch_bytes = batch_bytes or ctx.options.render_batch_bytes
+    skip = set() if ctx.options.force else live_keys(ctx)
     batches: list[list[str]] = []
     size = 0
     for s in result.shards:
@@ -354,24 +290,23 @@ def plan_combine_step(ctx: dict[str, Any], batch_bytes: int = DEFAULT_RENDER_BAT
             size = 0
         batches[-1].append(s.uid)
         size += s.body_bytes
-    info = {"shards": len(result.shards), "to_render": sum(map(len, batches)),
-            "split": result.split, "merged": result.merged, "seconds": round(result.seconds, 3)}
-    _save(ctx, "plan.json", {**info, "planned_uris": result.planned_uris,
-                             "shards_uri": result.shards_uri, "bounds_uri": result.bounds_uri,
-                             "batches": batches})
-    return {**info, "batches": batches}
+    counts = PlanCounts(shards=len(result.shards), to_render=sum(map(len, batches)),
+                        split=result.split, merged=result.merged,
+                        seconds=round(result.seconds, 3), batches=batches)
+    _save(ctx, "plan.json", {**counts.to_dict(), "planned_uris": result.planned_uris,
+                             "shards_uri": result.shards_uri, "bounds_uri": result.bounds_uri})
+    return counts
 
 
-def plan_step(ctx: dict[str, Any], batch_bytes: int = DEFAULT_RENDER_BATCH_BYTES
-              ) -> dict[str, Any]:
+def plan_step(ctx: RunContext, batch_bytes: int | None = None) -> PlanCounts:
     """Plans every slice, one after the other, then combines them (the CLI's way)."""
     for index in plan_prepare_step(ctx):
         plan_slice_step(ctx, index)
     return plan_combine_step(ctx, batch_bytes)
 
 
-def render_step(ctx: dict[str, Any], batch: list[str] | None, name: str = "all",
-                progress: Any = None) -> dict[str, Any]:
+def render_step(ctx: RunContext, batch: list[str] | None, name: str = "all",
+                progress: Any = None) -> RenderCounts:
     """Renders one batch of shards (None: every shard not already published)."""
     renew_lease(ctx)
     from pipeline.plan import load_shards
@@ -381,16 +316,17 @@ def render_step(ctx: dict[str, Any], batch: list[str] | None, name: str = "all",
     planned = _read(ctx, "plan.json")
     shards = load_shards(planned["shards_uri"])
     only = set(batch) if batch is not None else None
-    files = render(planned["planned_uris"], shards, ctx["out"], only=only,
-                   skip_keys=frozenset() if ctx["force"] else frozenset(live_keys(ctx)),
+    files = render(planned["planned_uris"], shards, ctx.out, only=only,
+                   skip_keys=frozenset() if ctx.options.force else frozenset(live_keys(ctx)),
                    progress=progress or QUIET)
     uri = _save(ctx, f"render-{name}.json", [asdict(f) for f in files if f.written])
     written = [f for f in files if f.written]
-    return {"uri": uri, "written": len(written), "urls": sum(f.urls for f in written),
-            "bytes": sum(f.bytes for f in written), "gzip_bytes": sum(f.gzip_bytes for f in written)}
+    return RenderCounts(uri=uri, written=len(written), urls=sum(f.urls for f in written),
+                        bytes=sum(f.bytes for f in written),
+                        gzip_bytes=sum(f.gzip_bytes for f in written), name=name)
 
 
-def publish_step(ctx: dict[str, Any], render_uris: list[str]) -> dict[str, Any]:
+def publish_step(ctx: RunContext, render_uris: list[str]) -> PublishSummary:
     """Gathers the rendered files, writes indexes and manifest, commits; returns the summary."""
     renew_lease(ctx)
     from pipeline.plan import load_shards
@@ -421,58 +357,71 @@ def publish_step(ctx: dict[str, Any], render_uris: list[str]) -> dict[str, Any]:
         "shards_split": planned["split"], "shards_merged": planned["merged"],
         "bytes_written": sum(f.gzip_bytes for f in written.values()),
     }
-    live = read_live(ctx["out"])
-    if live.generation == ctx["generation"]:
+    live = read_live(ctx.out)
+    if live.generation == ctx.generation:
         # A retry of a publish that had committed: report it as published, change nothing.
-        return _summary(ctx, live.manifest or {}, True, counts)
-    if live.etag != ctx["live_etag"]:
+        assert live.manifest is not None
+        return _summary(ctx, live.manifest, True, counts)
+    if live.etag != ctx.live_etag:
         # Published since begin: the conditional write would refuse, and the shards this
         # run reused may be gone from the new live manifest.
         raise PublishConflict(
             f"another generation was published since this run started ({live.generation} is "
-            f"live in {ctx['out']}); the other run's generation stays live")
+            f"live in {ctx.out}); the other run's generation stays live")
     result = publish(
-        ctx["out"], rendered=files, live=live, site=Site.parse(ctx["site_url"]),
-        public_url=ctx["public_url"], generation=ctx["generation"],
-        created=datetime.fromisoformat(ctx["run_time"]), counts=counts,
-        max_sitemaps_per_index=ctx["limits"]["max_sitemaps_per_index"],
+        ctx.out, rendered=files, live=live, site=Site.parse(ctx.site_url),
+        public_url=ctx.public_url, generation=ctx.generation,
+        created=ctx.run_datetime, counts=counts,
+        max_sitemaps_per_index=ctx.options.limits.max_sitemaps_per_index,
         save_state=lambda: save_state(
             planned_uris=planned["planned_uris"], shards=shards,
             diffed_uris=diffed["diffed_uris"], bounds_uri=planned["bounds_uri"],
-            changes_uris=diffed["changes_uris"], work_uri=ctx["work"], state_uri=ctx["state"],
-            generation=ctx["generation"], output_format=ctx["format"]),
-        allow_shrink=ctx["allow_shrink"], shrink_threshold=ctx["shrink_threshold"],
-        warnings=ctx["warnings"])
+            changes_uris=diffed["changes_uris"], work_uri=ctx.work, state_uri=ctx.state,
+            generation=ctx.generation, output_format=ctx.options.format),
+        allow_shrink=ctx.options.allow_shrink, shrink_threshold=ctx.options.shrink_threshold,
+        warnings=list(ctx.warnings))
     return _summary(ctx, result.manifest, result.published, counts)
 
 
-def _summary(ctx: dict[str, Any], m: dict[str, Any], published: bool,
-             counts: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "generation": m["generation"],
-        "published": published,
-        "out": ctx["out"],
-        "root_indexes": [i["url"] for i in m["indexes"]],
-        "root_index_files": [storage.join(ctx["out"], i["key"]) for i in m["indexes"]],
-        "counts": {**counts, "published": sum(s["urls"] for s in m["sitemaps"]),
-                   "sitemaps": len(m["sitemaps"])},
-        "warnings": ctx["warnings"],
-    }
+def _summary(ctx: RunContext, m: Manifest, published: bool,
+             counts: dict[str, Any]) -> PublishSummary:
+    return PublishSummary(
+        generation=m["generation"], published=published, out=ctx.out,
+        root_indexes=[i["url"] for i in m["indexes"]],
+        root_index_files=[storage.join(ctx.out, i["key"]) for i in m["indexes"]],
+        counts={**counts, "published": sum(s["urls"] for s in m["sitemaps"]),
+                "sitemaps": len(m["sitemaps"])},
+        warnings=list(ctx.warnings))
 
 
-def gc_step(ctx: dict[str, Any], dry_run: bool = False) -> dict[str, Any]:
+def gc_step(ctx: RunContext, dry_run: bool = False) -> GcCounts:
     """Deletes files no kept generation references (see pipeline.gc)."""
     from pipeline.gc import gc
 
-    if ctx["gc_grace_hours"] is None:
-        return {"skipped": True}
-    result = gc(ctx["out"], ctx["state"], keep=ctx["keep_generations"],
-                grace_hours=ctx["gc_grace_hours"], dry_run=dry_run)
-    return {"deleted": len(result["deleted"]), "deleted_state": len(result["deleted_state"]),
-            "aborted_uploads": result["aborted_uploads"]}
+    if ctx.options.gc_grace_hours is None:
+        return GcCounts(skipped=True)
+    result = gc(ctx.out, ctx.state, keep=ctx.options.keep_generations,
+                grace_hours=ctx.options.gc_grace_hours, dry_run=dry_run)
+    return GcCounts(deleted=len(result["deleted"]), deleted_state=len(result["deleted_state"]),
+                    aborted_uploads=result["aborted_uploads"])
 
 
-def dry_run_summary(ctx: dict[str, Any]) -> dict[str, Any]:
+def notifies(ctx: RunContext) -> bool:
+    """Whether the run has anything to notify: a feed, a report or IndexNow."""
+    return bool(ctx.options.feed_days or ctx.options.report or ctx.options.indexnow_key)
+
+
+def notify_step(ctx: RunContext, summary: PublishSummary) -> NotifyCounts:
+    """After publish: the feed, the run report, IndexNow, as the run's options say."""
+    from pipeline.notify import notify_step as notify
+
+    return NotifyCounts(notify(ctx, summary.to_dict(), indexnow_key=ctx.options.indexnow_key,
+                               indexnow_endpoint=ctx.options.indexnow_endpoint,
+                               key_location=ctx.options.indexnow_key_location,
+                               feed_days=ctx.options.feed_days, report=ctx.options.report))
+
+
+def dry_run_summary(ctx: RunContext) -> DryRunReport:
     """What a run would publish, from the load, diff and plan results; writes nothing live."""
     from pipeline.plan import load_shards
 
@@ -480,9 +429,9 @@ def dry_run_summary(ctx: dict[str, Any]) -> dict[str, Any]:
     shards = load_shards(planned["shards_uri"])
     live = live_keys(ctx)
     keys = {s.key for s in shards}
-    return {
-        "live_generation": ctx["live_generation"],
-        "counts": {
+    return DryRunReport(
+        live_generation=ctx.live_generation,
+        counts={
             "input_rows": loaded["input_rows"], "rejected": loaded["rejected"],
             "rejected_rows": loaded["rejected_rows"], "published": sum(s.urls for s in shards),
             "not_indexable": loaded.get("not_indexable", 0),
@@ -491,18 +440,17 @@ def dry_run_summary(ctx: dict[str, Any]) -> dict[str, Any]:
             "sitemaps": len(shards), "shards_to_write": len(keys - live),
             "shards_reused": len(keys & live), "shards_removed": len(live - keys),
         },
-        "changes_uris": diffed["changes_uris"],
-    }
+        changes_uris=diffed["changes_uris"])
 
 
-def finish(ctx: dict[str, Any]) -> None:
+def finish(ctx: RunContext) -> None:
     """Removes the run's work files (they are only intermediate) and gives the lease back."""
-    if ctx.get("lease"):
+    if ctx.lease:
         from pipeline import lease
 
-        lease.release(ctx["out"], ctx["lease_owner"])
+        lease.release(ctx.out, ctx.lease_owner)
     work = _work(ctx)
-    if ctx.get("own_work") and work.local_dir is not None:
+    if ctx.own_work and work.local_dir is not None:
         import shutil
 
         from pipeline.gc import release_work_folder

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-import json
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pipeline import manifest as manifest_model
 from pipeline import storage
 from pipeline.extensions import NAMESPACES
 from pipeline.layout import LIVE_MANIFEST_KEY, ROBOTS_KEY
@@ -29,6 +29,7 @@ from pipeline.limits import (
     MAX_URLS_PER_NEWS_SITEMAP,
     MAX_URLS_PER_SITEMAP,
 )
+from pipeline.manifest import IndexEntry, SitemapEntry
 from pipeline.sitemap_xml import SITEMAP_NS
 
 log = logging.getLogger(__name__)
@@ -112,7 +113,7 @@ def _validate(out: storage.Storage, v: Validation) -> None:
         v.problem(f"no generation at {out.root} (no {LIVE_MANIFEST_KEY})")
         return
     try:
-        m = json.loads(raw)
+        m = manifest_model.loads(raw)
         v.generation = m["generation"]
         public = m["public_url"].rstrip("/") + "/"
         site = m["site_url"]
@@ -158,7 +159,7 @@ def _schema_problem(v: Validation, key: str, xsd: str, doc: Any) -> None:
         v.problem(f"{key}: not valid against {xsd}: line {first.line}: {first.message}")
 
 
-def _check_indexes(out: storage.Storage, v: Validation, indexes: list[dict[str, Any]],
+def _check_indexes(out: storage.Storage, v: Validation, indexes: list[IndexEntry],
                    public: str) -> list[str]:
     listed: list[str] = []
     index_urls = {i.get("url") for i in indexes}
@@ -194,7 +195,7 @@ def _check_indexes(out: storage.Storage, v: Validation, indexes: list[dict[str, 
     return listed
 
 
-def _check_robots(out: storage.Storage, v: Validation, indexes: list[dict[str, Any]]) -> None:
+def _check_robots(out: storage.Storage, v: Validation, indexes: list[IndexEntry]) -> None:
     raw = out.read_bytes_or_none(ROBOTS_KEY)
     if raw is None:
         v.problem(f"{ROBOTS_KEY} is missing")
@@ -205,7 +206,7 @@ def _check_robots(out: storage.Storage, v: Validation, indexes: list[dict[str, A
             v.problem(f"{ROBOTS_KEY} does not list the root index {index.get('url')}")
 
 
-def _check_sitemap(out: storage.Storage, v: Validation, entry: dict[str, Any], public: str,
+def _check_sitemap(out: storage.Storage, v: Validation, entry: SitemapEntry, public: str,
                    site: str) -> int:
     """Checks one sitemap file against its manifest entry; returns its URL count."""
     key = entry["key"]

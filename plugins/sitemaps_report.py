@@ -21,9 +21,9 @@ from __future__ import annotations
 import html
 import logging
 import os
-import sys
 import threading
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from airflow.plugins_manager import AirflowPlugin
@@ -38,15 +38,13 @@ _LOCK = threading.Lock()
 
 
 def _sites() -> Any:
-    """The site configurations the DAGs read (dags/sitemaps_sites.py)."""
-    try:
-        import sitemaps_sites
-    except ModuleNotFoundError:  # the api-server does not have the DAGs folder on sys.path
-        from airflow.configuration import conf
+    """The site configurations the DAGs read (pipeline.sites; default: the DAGs folder's)."""
+    from airflow.configuration import conf
 
-        sys.path.append(os.path.expanduser(conf.get("core", "dags_folder")))
-        import sitemaps_sites
-    return sitemaps_sites.load_sites()
+    from pipeline.sites import load_sites
+
+    dags_folder = Path(os.path.expanduser(conf.get("core", "dags_folder")))
+    return load_sites(default=dags_folder / "sites.toml")
 
 
 def site_for(dag_id: str) -> Any | None:

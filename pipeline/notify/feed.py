@@ -11,9 +11,11 @@ from typing import Any
 from urllib.parse import urlsplit
 from xml.sax.saxutils import escape, quoteattr
 
+from pipeline import manifest as manifest_model
 from pipeline import sql, storage
 from pipeline.errors import ConfigError
 from pipeline.layout import FEED_KEY, GENERATION_MANIFEST, default_state, generation_key, state_file_key
+from pipeline.manifest import Manifest
 from pipeline.publish import public_join, read_live, state_files
 from pipeline.w3c import parse_w3c
 
@@ -25,11 +27,11 @@ DEFAULT_FEED_DAYS = 7
 DEFAULT_FEED_ENTRIES = 10_000
 
 
-def _generation_manifest(out: storage.Storage, live: dict[str, Any], gen: str
-                         ) -> dict[str, Any] | None:
+def _generation_manifest(out: storage.Storage, live: Manifest, gen: str) -> Manifest | None:
     if gen == live["generation"]:
         return live
-    return out.read_json_or_none(generation_key(gen, GENERATION_MANIFEST))
+    raw = out.read_bytes_or_none(generation_key(gen, GENERATION_MANIFEST))
+    return manifest_model.loads(raw) if raw else None
 
 
 def _exists(uri: str) -> bool:
@@ -37,7 +39,7 @@ def _exists(uri: str) -> bool:
     return store.exists(key)
 
 
-def recent_generations(out_uri: str, live: dict[str, Any], *, days: float, now: datetime,
+def recent_generations(out_uri: str, live: Manifest, *, days: float, now: datetime,
                        state_uri: str | None = None) -> list[tuple[str, datetime, str]]:
     """(generation, created, changes URI) of the live history newer than `days` before `now`.
 

@@ -193,7 +193,8 @@ def publish_indexnow_key(target: str | storage.Storage, key: str,
     check_indexnow_key(key)
     store = storage.open_storage(target) if isinstance(target, str) else target
     if public_url is None and isinstance(target, str):
-        public_url = (read_live(target).manifest or {}).get("public_url")
+        live = read_live(target).manifest
+        public_url = live["public_url"] if live else None
     name = indexnow_key_name(key, key_location, public_url)
     if key_location is None and public_url and urlsplit(public_url).path not in ("", "/"):
         log.warning("notify: the IndexNow key file goes to %s, which is not the host's root; "

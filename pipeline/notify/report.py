@@ -26,6 +26,7 @@ from pipeline import sql, storage
 from pipeline.config import Limits
 from pipeline.errors import ConfigError
 from pipeline.layout import GENERATION_MANIFEST, REPORT_KEY, default_state, generation_key
+from pipeline.manifest import Manifest, SitemapEntry
 from pipeline.publish import read_live, state_files
 from pipeline.w3c import parse_w3c
 
@@ -80,7 +81,7 @@ def _figure(width: float, height: float) -> Figure:
     return Figure(figsize=(width, height), layout="constrained")
 
 
-def shard_fill_chart(sitemaps: list[dict[str, Any]], limits: Limits) -> str:
+def shard_fill_chart(sitemaps: list[SitemapEntry], limits: Limits) -> str:
     """URLs and uncompressed bytes of each shard as a share of the limits."""
     fig = _figure(11, 4)
     ax = fig.add_subplot()
@@ -106,7 +107,7 @@ def shard_fill_chart(sitemaps: list[dict[str, Any]], limits: Limits) -> str:
     return _png(fig, "Shard fill: URLs and bytes per sitemap file against the limits")
 
 
-def sections(sitemaps: list[dict[str, Any]]) -> list[tuple[str, int, int, int]]:
+def sections(sitemaps: list[SitemapEntry]) -> list[tuple[str, int, int, int]]:
     """(section, URLs, files, uncompressed bytes), largest first."""
     acc: dict[str, list[int]] = {}
     for s in sitemaps:
@@ -150,7 +151,7 @@ def trend_chart(trend: list[dict[str, Any]]) -> str:
     return _png(fig, "Trend of published URLs and changes per generation")
 
 
-def trend_points(out: storage.Storage, manifest: dict[str, Any],
+def trend_points(out: storage.Storage, manifest: Manifest,
                  limit: int = TREND_GENERATIONS) -> list[dict[str, Any]]:
     """Counts of the generations in `manifest`'s history still stored, oldest first."""
     points = []
@@ -192,13 +193,14 @@ def freshness(snapshot_uri: str, at: str) -> list[tuple[str, int, str, int, int]
     return [(str(s), int(n), str(t or ""), int(d1), int(d7)) for s, n, t, d1, d7 in rows]
 
 
-def _freshness_table(manifest: dict[str, Any], fresh: list[tuple[str, int, str, int, int]] | None
+def _freshness_table(manifest: Manifest, fresh: list[tuple[str, int, str, int, int]] | None
                      ) -> str:
     if fresh is None:  # the snapshot is gone: the newest lastmod per section from the manifest
         newest: dict[str, str] = {}
         for s in manifest.get("sitemaps", []):
-            if s.get("lastmod") and s["lastmod"] > newest.get(s["section"], ""):
-                newest[s["section"]] = s["lastmod"]
+            lastmod = s.get("lastmod")
+            if lastmod and lastmod > newest.get(s["section"], ""):
+                newest[s["section"]] = lastmod
         return ("<p class=\"muted\">The generation's snapshot is gone: newest lastmod only "
                 "(from the manifest).</p>" + _table(["section", "newest lastmod"],
                                                      sorted(newest.items()), "freshness"))
@@ -221,7 +223,7 @@ def _rejects_table(counts: dict[str, Any]) -> str:
     return _table(["reason", "rows", "share of input", "check"], rows, "rejects")
 
 
-def render_report(manifest: dict[str, Any], trend: list[dict[str, Any]],
+def render_report(manifest: Manifest, trend: list[dict[str, Any]],
                   limits: Limits | None = None,
                   fresh: list[tuple[str, int, str, int, int]] | None = None) -> str:
     """The HTML page for one generation's manifest; `fresh`: its per-section freshness

@@ -6,11 +6,11 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Iterable
-from typing import Any
 
 from pipeline import storage
 from pipeline.errors import ConfigError
 from pipeline.layout import FEED_KEY, ROOT_INDEX_PATTERN
+from pipeline.manifest import Manifest
 from pipeline.publish import public_join, read_live
 
 log = logging.getLogger(__name__)
@@ -94,7 +94,7 @@ def merge_robots(robots_uri: str, sitemap_urls: list[str], out_public_prefix: st
     return True
 
 
-def output_sitemap_urls(out_uri: str, manifest: dict[str, Any]) -> list[str]:
+def output_sitemap_urls(out_uri: str, manifest: Manifest) -> list[str]:
     """The URLs robots.txt should name for an output: its root index(es), then its feed."""
     urls = [i["url"] for i in manifest["indexes"]]
     if storage.open_storage(out_uri).exists(FEED_KEY):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from pipeline import storage
@@ -19,10 +19,13 @@ from pipeline.notify.indexnow import (
 )
 from pipeline.publish import read_live, repair_root, state_files
 
+if TYPE_CHECKING:
+    from pipeline.context import RunContext
+
 log = logging.getLogger(__name__)
 
 
-def notify_step(ctx: dict[str, Any], summary: dict[str, Any], *,
+def notify_step(ctx: RunContext, summary: dict[str, Any], *,
                 indexnow_key: str | None = None, indexnow_endpoint: str | None = None,
                 key_location: str | None = None, feed_days: float | None = DEFAULT_FEED_DAYS,
                 report: bool = True, indexnow_first_generation: bool = False
@@ -34,22 +37,20 @@ def notify_step(ctx: dict[str, Any], summary: dict[str, Any], *,
     IndexNow is off without `indexnow_key`, and skips a first generation (every
     URL is "added": the sitemaps announce them) unless `indexnow_first_generation`.
     """
-    from pipeline.config import Limits
-
-    out_uri = ctx["out"]
+    out_uri = ctx.out
     out = storage.open_storage(out_uri)
-    limits = Limits(**ctx["limits"]) if ctx.get("limits") else None
+    limits = ctx.options.limits
     result: dict[str, Any] = {"generation": summary["generation"]}
     if not summary.get("published"):
         result["skipped"] = "unchanged"
         if feed_days and not out.exists(FEED_KEY):
             result["feed_entries"] = write_feed(out_uri, days=feed_days)["entries"]
-        reports = run_report.report_prefix(out_uri, ctx["state"], ctx.get("report_to"))
+        reports = run_report.report_prefix(out_uri, ctx.state, ctx.options.report_to)
         if report and not storage.open_storage(reports).exists(
                 run_report.report_key(summary["generation"])):
             result["report"] = run_report.write_report(out_uri, limits=limits,
-                                                       state_uri=ctx["state"],
-                                                       report_to=ctx.get("report_to"))
+                                                       state_uri=ctx.state,
+                                                       report_to=ctx.options.report_to)
         return result
 
     if feed_days:
@@ -59,14 +60,14 @@ def notify_step(ctx: dict[str, Any], summary: dict[str, Any], *,
         if live is not None:
             repair_root(out, live)  # robots-sitemaps.txt lists the feed once it exists
     if report:
-        result["report"] = run_report.write_report(out_uri, limits=limits, state_uri=ctx["state"],
-                                                   report_to=ctx.get("report_to"))
+        result["report"] = run_report.write_report(out_uri, limits=limits, state_uri=ctx.state,
+                                                   report_to=ctx.options.report_to)
 
     if not indexnow_key:
         return result
     manifest = out.read_json_or_none(generation_key(summary["generation"], GENERATION_MANIFEST)) or {}
     changes = (manifest.get("state") or {}).get("changes") or (
-        state_files(ctx["state"], summary["generation"])["changes"] if manifest else None)
+        state_files(ctx.state, summary["generation"])["changes"] if manifest else None)
     if not manifest.get("previous") and not indexnow_first_generation:
         log.info("notify: first generation: IndexNow not told (the sitemaps list every URL)")
         result["indexnow"] = {"skipped": "first generation"}
@@ -76,17 +77,17 @@ def notify_step(ctx: dict[str, Any], summary: dict[str, Any], *,
                     summary["generation"])
         result["indexnow"] = {"skipped": "no changes file"}
         return result
-    host = urlsplit(ctx["site_url"]).netloc
+    host = urlsplit(ctx.site_url).netloc
     try:
-        publish_indexnow_key(out_uri, indexnow_key, key_location, public_url=ctx["public_url"])
+        publish_indexnow_key(out_uri, indexnow_key, key_location, public_url=ctx.public_url)
     except ConfigError as exc:
         log.info("notify: the site must serve the IndexNow key file itself: %s", exc)
     key_url = key_location or f"https://{host}/{indexnow_key}.txt"
     key_folder = key_url.rpartition("/")[0] + "/"
-    if not ctx["site_url"].startswith(key_folder):
+    if not ctx.site_url.startswith(key_folder):
         log.warning("notify: the IndexNow key file %s covers only URLs below %s, not the site "
                     "%s: IndexNow will refuse them (422); serve the key at the host's root",
-                    key_url, key_folder, ctx["site_url"])
+                    key_url, key_folder, ctx.site_url)
     result["indexnow"] = submit_indexnow(
         generation_changed_urls(changes), host=host, key=indexnow_key,
         key_location=key_location, endpoint=indexnow_endpoint or INDEXNOW_ENDPOINT)

@@ -186,7 +186,7 @@ def test_diff_steps_write_one_result_per_partition_and_combine_them(tmp_path: Pa
     ctx = begin(RunOptions(inventory=str(inv), site_url=SITE, out=str(tmp_path / "out"),
                            work=str(tmp_path / "work"), run_id="r1", run_time=T0,
                            diff_partitions=3))
-    assert load_step(ctx)["diff_partitions"] == 3
+    assert load_step(ctx).diff_partitions == 3
     diff_partition_step(ctx, 1)
     with pytest.raises(RuntimeError, match=r"diff partition\(s\) \[0, 2\] of 3"):
         diff_combine_step(ctx)
@@ -195,7 +195,8 @@ def test_diff_steps_write_one_result_per_partition_and_combine_them(tmp_path: Pa
     work = tmp_path / "work" / "r1"
     assert sorted(p.name for p in work.glob("diff*.json")) == [
         "diff-00000.json", "diff-00001.json", "diff-00002.json", "diff.json"]
-    assert counts["partitions"] == 3 and counts["added"] > sum(p["added"] for p in parts) > 0
+    assert counts.partitions == 3
+    assert counts.counts["added"] > sum(p.counts["added"] for p in parts) > 0
     assert sorted(p.name for p in (work / "diffed").iterdir()) == [
         f"part-{p:05d}.parquet" for p in range(3)]
 

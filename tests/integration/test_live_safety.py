@@ -269,7 +269,7 @@ def test_a_loser_that_reused_a_shard_the_winner_dropped_exits_3(
             steps.load_step(ctx)
             steps.diff_step(ctx)
             steps.plan_step(ctx)
-            uris.append(steps.render_step(ctx, None)["uri"])
+            uris.append(steps.render_step(ctx, None).uri)
         steps.publish_step(ctxs[0], [uris[0]])
         assert steps.live_keys(ctxs[1]) - _shard_keys(out)  # shards the loser reuses are gone
         with pytest.raises(PublishConflict, match="another generation was published") as exc:

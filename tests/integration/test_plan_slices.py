@@ -109,13 +109,13 @@ def test_slices_never_cut_a_kept_shard(inventory: Path, tmp_path: Path) -> None:
     # The same inventory again: a fixed point, every shard reused without reading its rows.
     info, _, shards = _plan_only(_opts(inventory, out, T0 + timedelta(days=1),
                                        plan_slice_rows=SLICE))
-    assert info["to_render"] == 0 and info["split"] == 0 and info["merged"] == 0
+    assert info.to_render == 0 and info.split == 0 and info.merged == 0
     assert {(s.section, s.shard) for s in shards} == before
     assert all(s.reused for s in shards)
     # --force plans every row again: each kept shard whole in one part.
     info, uris, shards = _plan_only(_opts(inventory, out, T0 + timedelta(days=1),
                                           plan_slice_rows=SLICE, force=True))
-    assert info["split"] == 0 and info["merged"] == 0
+    assert info.split == 0 and info.merged == 0
     parts_of: dict[tuple[str, int], int | None] = {}
     for s in shards:
         assert (s.section, s.shard) not in parts_of, f"shard {s.uid} is in two slices"
@@ -137,7 +137,7 @@ def _plan_only(opts: RunOptions) -> tuple[dict[str, Any], list[str], list[Shard]
         steps.load_step(ctx)
         steps.diff_step(ctx)
         info = steps.plan_step(ctx)
-        planned = json.loads(storage.open_storage(ctx["work"]).read_bytes("plan.json"))
+        planned = json.loads(storage.open_storage(ctx.work).read_bytes("plan.json"))
         return info, planned["planned_uris"], load_shards(planned["shards_uri"])
     finally:
         steps.finish(ctx)
@@ -184,7 +184,7 @@ def _plan_run(inventory: Path, out: Path, when: datetime, order: str) -> dict[st
     slice in reverse order, the last one retried after the others, then combine).
     Returns what the plan wrote and what was published."""
     ctx = steps.begin(_opts(inventory, out, when, plan_slice_rows=SLICE))
-    work = storage.open_storage(ctx["work"])
+    work = storage.open_storage(ctx.work)
     try:
         steps.load_step(ctx)
         steps.diff_step(ctx)
@@ -200,14 +200,14 @@ def _plan_run(inventory: Path, out: Path, when: datetime, order: str) -> dict[st
         prepared = json.loads(work.read_bytes(SLICES_KEY))
         planned = json.loads(work.read_bytes("plan.json"))
         result = {  # plan.json with the run's own work folder left out
-            "info": info, "plan.json": json.loads(
-                work.read_bytes("plan.json").decode().replace(ctx["work"], "<work>")),
+            "info": info.to_dict(), "plan.json": json.loads(
+                work.read_bytes("plan.json").decode().replace(ctx.work, "<work>")),
             "shards.json": work.read_bytes("shards.json"),
             "shards": load_shards(planned["shards_uri"]), "next_free": prepared["next_free"],
             "rows": [pq.read_table(u) for u in planned["planned_uris"]],
         }
         rendered = steps.render_step(ctx, None)
-        result["summary"] = steps.publish_step(ctx, [rendered["uri"]])
+        result["summary"] = steps.publish_step(ctx, [rendered.uri]).to_dict()
     finally:
         steps.finish(ctx)
     output = read_output(str(out), max_urls=LIMITS.max_urls)
@@ -294,7 +294,7 @@ def test_slices_in_reverse_order_plan_what_one_after_the_other_plans(
 def test_a_retried_slice_changes_nothing_and_combine_checks_its_slices(
         inventory: Path, tmp_path: Path) -> None:
     ctx = steps.begin(_opts(inventory, tmp_path / "out", plan_slice_rows=SLICE))
-    work = storage.open_storage(ctx["work"])
+    work = storage.open_storage(ctx.work)
     try:
         steps.load_step(ctx)
         steps.diff_step(ctx)
@@ -311,7 +311,7 @@ def test_a_retried_slice_changes_nothing_and_combine_checks_its_slices(
         # A retry of any slice task, then of the combine: the same plan.
         for index in (len(slices) - 1, 0, 1):
             steps.plan_slice_step(ctx, index)
-        assert _timeless(steps.plan_combine_step(ctx)) == _timeless(first)
+        assert _timeless(steps.plan_combine_step(ctx).to_dict()) == _timeless(first.to_dict())
         assert work.read_bytes("shards.json") == shards
         assert _timeless(json.loads(work.read_bytes("plan.json"))) == _timeless(planned)
         for part, uri in enumerate(planned["planned_uris"]):

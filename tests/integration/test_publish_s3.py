@@ -264,14 +264,14 @@ def test_two_runs_racing_exactly_one_commits(s3_bucket: Any, tmp_path: Path) -> 
             steps.load_step(ctx)
             steps.diff_step(ctx)
             steps.plan_step(ctx)
-            uris.append(steps.render_step(ctx, None)["uri"])
+            uris.append(steps.render_step(ctx, None).uri)
         winner = steps.publish_step(ctxs[0], [uris[0]])
         with pytest.raises(PublishConflict, match="another generation was published"):
             steps.publish_step(ctxs[1], [uris[1]])
     finally:
         for ctx in ctxs:
             steps.finish(ctx)
-    assert status(out)["live"] == winner["generation"]
+    assert status(out)["live"] == winner.generation
     read_output(out, max_urls=50)
 
 

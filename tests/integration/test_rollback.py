@@ -180,15 +180,15 @@ def test_a_rollback_racing_a_publish(s3_bucket: Any, tmp_path: Path, before_comm
         steps.load_step(ctx)
         steps.diff_step(ctx)
         steps.plan_step(ctx)
-        uri = steps.render_step(ctx, None)["uri"]
+        uri = steps.render_step(ctx, None).uri
         if winner == "publish":
             # The rollback has read and checked the live manifest; the publish commits
             # just before the rollback's swap, which then fails.
             before_commit(lambda: steps.publish_step(ctx, [uri]))
             with pytest.raises(PublishConflict, match="while rolling back") as exc:
                 rollback(out)
-            live = before_commit.state["result"]["generation"]
-            assert live == ctx["generation"] and _live(out)["previous"] == b
+            live = before_commit.state["result"].generation
+            assert live == ctx.generation and _live(out)["previous"] == b
         else:
             # The publish passed its own check; the rollback commits just before its swap.
             before_commit(lambda: rollback(out))

@@ -88,7 +88,8 @@ def test_sections_shard_names_and_multiple_indexes(tmp_path: Path) -> None:
     indexes = [i["key"] for i in out.manifest["indexes"]]
     assert indexes == ["sitemap_index.xml", "sitemap_index-2.xml", "sitemap_index-3.xml"]
     robots = (tmp_path / "out" / "robots-sitemaps.txt").read_text()
-    assert robots == "".join(f"Sitemap: {SITE}{k}\n" for k in indexes)
+    # Every index, then the feed (a run writes one by default, as `sitemaps run` does).
+    assert robots == "".join(f"Sitemap: {SITE}{k}\n" for k in [*indexes, "feed.atom"])
     assert summary["root_indexes"] == [f"{SITE}{k}" for k in indexes]
 
 

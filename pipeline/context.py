@@ -1,0 +1,247 @@
+"""The run context and one result type per step, each with the one line it is logged as.
+
+`RunContext` is made once, by `pipeline.steps.begin`, and never changes: every step
+reads it. It crosses process boundaries as a small JSON-able dict (`to_dict` /
+`from_dict`): the DAG hands it to every task through XCom. What a step hands on to
+the next (its parts, the live shard keys) is written under the work prefix, not here.
+
+A step returns its result type; `summary()` is the line the CLI (`pipeline.run`, at
+INFO) and the DAG's task log both write; `to_dict()` is what XCom and the run summary
+carry.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from pipeline.settings import Limits, RunOptions
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """What every step of one run knows, fixed at begin: the run's options as given, and what
+    begin made of them (the resolved URIs, the generation, the live version it started from).
+    """
+
+    #: The run options as given (a step reads its option here: `ctx.options.force`).
+    options: RunOptions
+    #: The site's URL prefix (normalised) and where the sitemaps are served.
+    site_url: str
+    public_url: str
+    out: str
+    #: The state prefix (snapshots, reports) and this run's work folder.
+    state: str
+    work: str
+    #: The work folder is a temp folder this process made (finish removes it).
+    own_work: bool
+    #: The run's time, ISO 8601 (UTC, whole seconds): the generation's and new URLs' time.
+    run_time: str
+    generation: str
+    #: The live manifest at begin: the commit is conditional on this version.
+    live_etag: str | None
+    live_generation: str | None
+    #: The snapshot the diff compares with (None: a first run).
+    snapshot: str | None
+    #: The run holds the output's lease (as `lease_owner`), renewed at each step.
+    lease: bool
+    lease_owner: str
+    warnings: tuple[str, ...]
+    #: A dry run (the DAG's param): plan is the last step, nothing is published.
+    dry_run: bool = False
+
+    def summary(self) -> str:
+        return (f"begin: generation {self.generation} at {self.run_time}, live "
+                f"{self.live_generation or 'none'}, work {self.work}"
+                + (" (dry run)" if self.dry_run else ""))
+
+    @property
+    def run_datetime(self) -> datetime:
+        return datetime.fromisoformat(self.run_time)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able: what XCom carries between tasks."""
+        d = dataclasses.asdict(self)
+        d["warnings"] = list(self.warnings)
+        when = self.options.run_time
+        d["options"]["run_time"] = when.isoformat() if when else None
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> RunContext:
+        o = d["options"]
+        options = RunOptions(**{**o, "limits": Limits(**o["limits"]), "run_time": (
+            datetime.fromisoformat(o["run_time"]) if o["run_time"] else None)})
+        return cls(**{**d, "options": options, "warnings": tuple(d["warnings"])})
+
+
+class StepResult:
+    """A step's result: `to_dict()` for XCom and the run summary, `summary()` for the log."""
+
+    def to_dict(self) -> dict[str, Any]:
+        assert dataclasses.is_dataclass(self)
+        return dataclasses.asdict(self)
+
+    def summary(self) -> str:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class LoadCounts(StepResult):
+    input_rows: int
+    valid_rows: int
+    #: Rejected rows by reason code.
+    rejected: dict[str, int]
+    rejected_rows: int
+    not_indexable: int
+    #: Optional fields dropped (the row kept), by reason code.
+    dropped_fields: dict[str, int]
+    seconds: float
+    #: The diff's hash partitions: the run's option, else automatic.
+    diff_partitions: int
+
+    def summary(self) -> str:
+        return (f"load: {self.input_rows:,} input rows, {self.valid_rows:,} valid, "
+                f"{self.rejected_rows:,} rejected {self.rejected or ''} in {self.seconds:.1f} s")
+
+
+@dataclass(frozen=True)
+class DiffCounts(StepResult):
+    """The diff's counts (added, changed, unchanged, removed, ...) of one partition
+    (`partition` set) or of all of them."""
+
+    counts: dict[str, int]
+    seconds: float
+    partitions: int
+    partition: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {**self.counts, "seconds": self.seconds}
+        if self.partition is not None:
+            d["partition"] = self.partition
+        d["partitions"] = self.partitions
+        return d
+
+    def summary(self) -> str:
+        counts = ", ".join(f"{k} {v:,}" for k, v in self.counts.items())
+        if self.partition is None:
+            return f"diff: {counts}"
+        return f"diff partition {self.partition} of {self.partitions}: {counts}"
+
+
+@dataclass(frozen=True)
+class PlanSliceCounts(StepResult):
+    slice: int
+    shards: int
+    urls: int
+    split: int
+    merged: int
+    seconds: float
+
+    def summary(self) -> str:
+        return (f"plan slice {self.slice}: {self.urls:,} URLs in {self.shards} shards "
+                f"({self.split} split, {self.merged} merged) in {self.seconds:.1f} s")
+
+
+@dataclass(frozen=True)
+class PlanCounts(StepResult):
+    shards: int
+    to_render: int
+    split: int
+    merged: int
+    seconds: float
+    #: The render batches: lists of shard ids, about `render_batch_bytes` each.
+    batches: list[list[str]] = field(default_factory=list)
+
+    def counts(self) -> dict[str, Any]:
+        """The counts without the batches, their number instead (XCom `summary`)."""
+        return {**{k: v for k, v in self.to_dict().items() if k != "batches"},
+                "batches": len(self.batches)}
+
+    def summary(self) -> str:
+        return (f"plan: {self.shards} shards, {self.to_render} to render in "
+                f"{len(self.batches)} batches ({self.split} split, {self.merged} merged)")
+
+
+@dataclass(frozen=True)
+class DryRunReport(StepResult):
+    live_generation: str | None
+    counts: dict[str, Any]
+    changes_uris: list[str]
+
+    def summary(self) -> str:
+        c = self.counts
+        return (f"dry run: would publish {c['published']:,} URLs in {c['sitemaps']} sitemaps "
+                f"({c['shards_to_write']} to write, {c['shards_reused']} reused, "
+                f"{c['shards_removed']} removed): {c['added']:,} added, {c['changed']:,} "
+                f"changed, {c['removed']:,} removed; nothing rendered or published")
+
+
+@dataclass(frozen=True)
+class RenderCounts(StepResult):
+    #: The JSON list of the files written (under the work prefix), for publish.
+    uri: str
+    written: int
+    urls: int
+    bytes: int
+    gzip_bytes: int
+    name: str = "all"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in dataclasses.asdict(self).items() if k != "name"}
+
+    def summary(self) -> str:
+        return (f"render {self.name}: {self.written} shards written, {self.urls:,} URLs, "
+                f"{self.gzip_bytes:,} gzipped bytes")
+
+
+@dataclass(frozen=True)
+class PublishSummary(StepResult):
+    generation: str
+    published: bool
+    out: str
+    root_indexes: list[str]
+    root_index_files: list[str]
+    counts: dict[str, Any]
+    warnings: list[str]
+
+    def summary(self) -> str:
+        c = self.counts
+        state = "published" if self.published else "unchanged, still live"
+        return (f"publish: generation {self.generation} {state}: {c['published']:,} URLs in "
+                f"{c['sitemaps']} sitemaps ({c['shards_written']} written, "
+                f"{c['shards_reused']} reused), {c['added']:,} added, {c['changed']:,} "
+                f"changed, {c['removed']:,} removed")
+
+
+@dataclass(frozen=True)
+class GcCounts(StepResult):
+    #: True: the run does no gc (--no-gc); the counts are then 0.
+    skipped: bool = False
+    deleted: int = 0
+    deleted_state: int = 0
+    aborted_uploads: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        if self.skipped:
+            return {"skipped": True}
+        return {"deleted": self.deleted, "deleted_state": self.deleted_state,
+                "aborted_uploads": self.aborted_uploads}
+
+    def summary(self) -> str:
+        return "gc: " + ", ".join(f"{k} {v}" for k, v in self.to_dict().items())
+
+
+@dataclass(frozen=True)
+class NotifyCounts(StepResult):
+    """What notify did (pipeline.notify.notify_step's counts: feed, report, IndexNow)."""
+
+    counts: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.counts)
+
+    def summary(self) -> str:
+        return "notify: " + ", ".join(f"{k} {v}" for k, v in self.counts.items())

@@ -1,0 +1,368 @@
+"""The Airflow adapter of the pipeline: everything a DAG task wraps around a step.
+
+The DAG file (dags/sitemaps_dag.py) is wiring and docs; each of its tasks calls one
+function here with the site and the run context. This module holds what is about Airflow:
+S3 settings from an Airflow connection, a TerminalError failing the task at once (no retry
+can help) while a TransientError is left to the task's retries, the run's time and work
+folder from the DAG run, the params of a manual run (dry run, allow shrink, force,
+rollback), and the asset event of a new generation. `pipeline` core never imports this
+module; Airflow is imported inside its functions, so importing it costs nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import logging
+import os
+import re
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+from pipeline.context import PublishSummary, RunContext, StepResult
+from pipeline.settings import RunOptions, help_text
+from pipeline.sites import SiteConfig
+
+log = logging.getLogger("sitemaps.dag")
+
+#: Each task's doc_md: what it does and what to do when it fails.
+TASK_DOCS = {
+    "rollback": """\
+An ordinary run passes straight through. A manual run with the param `rollback_to`
+(`previous`: the generation before the live one; or a generation id) makes that kept
+generation live again (`sitemaps rollback`: every file it lists and its snapshot checked
+first, then the same conditional swap of `manifest.json` and root repair as a publish) and
+skips every other task. *If it fails*: the log's last line says why (not a kept generation,
+files missing, or a publish won the race: exit 3); the live generation is unchanged.""",
+    "begin": """\
+Checks that S3 can be reached and the output written, reads the live manifest (its
+version is what publish's conditional write checks), fixes the run time (when the DAG run
+started, the same on every retry) and the work prefix,
+and returns the run context that every other task receives.
+*If it fails*: S3 unreachable or access refused: check the connection `{conn}`.""",
+    "load": """\
+Reads the inventory, checks its schema, normalises and validates every row; writes
+valid and rejected rows (with a reason) as Parquet under the work prefix.
+*If it fails*: the log's last line says what is wrong with the inventory (missing
+`url` column, wrong type, too many rejects); fix the inventory, then trigger again.""",
+    "diff_partitions": """\
+Decides how many hash partitions the diff has (the site's `diff_partitions`, else one per
+50,000,000 valid rows) and returns their numbers, which the diff task is mapped over.
+*If it fails*: it only reads load's result from the work prefix: storage; it is retried.""",
+    "diff": """\
+One mapped task per hash partition of the URLs (`hash(url) % partitions`): compares that
+partition's rows with the same partition of the last published snapshot (added, changed,
+removed, unchanged) and computes each URL's lastmod; writes the partition's diffed and
+changes Parquet parts and a small `diff-NNNNN.json` of its counts under the work prefix.
+*If it fails*: usually storage; it is retried. Clearing one map index diffs only that
+partition again.""",
+    "diff_counts": """\
+Adds up the diff partitions' counts and gathers their Parquet parts into `diff.json`, which
+plan reads. *If it fails*: a partition has no result (a diff map index did not finish: clear
+it) or storage; it is retried.""",
+    "plan_slices": """\
+Cuts the plan into slices of about `plan_slice_rows` URLs (4,000,000 by default; a
+section's URLs in a range, or several small sections; a kept shard is never cut) and
+returns their numbers, which the plan task is mapped over; writes `plan-slices.json`
+under the work prefix. *If it fails*: storage; it is retried.""",
+    "plan": """\
+One mapped task per plan slice: buckets the slice's URLs into shards within the
+limits, with stable boundaries; writes the slice's planned Parquet part and
+`plan-slice-NNNNN.json` (its shards) under the work prefix.
+*If it fails*: storage or limits; see the log's last line. It is retried; clearing
+one map index plans only that slice again.""",
+    "plan_counts": """\
+Gathers the slices' shards in order, gives them their final numbers (`shards.json`)
+and groups the shards to rewrite into render batches (`plan.json`). In a dry run,
+this is the last step: its log line is the report. *If it fails*: a slice has no
+result (a plan map index did not finish: clear it) or storage; it is retried.""",
+    "render": """\
+One mapped task per batch: writes the batch's shards as gzipped sitemap files
+under content-addressed keys (an unchanged shard is never rewritten). Mapped over
+zero batches when nothing changed (it then shows as skipped, which is fine).
+*If it fails*: retried; clearing one map index renders only that batch again.""",
+    "publish": """\
+Writes the index files and the generation's manifest, then swaps the live
+`manifest.json` with one conditional write, so a racing run loses cleanly (announce then
+emits the manifest asset event). Skipped in a dry run.
+*If it fails*: `PublishConflict`: another run published first, trigger again;
+`ShrinkRefused`: check the inventory, or trigger with `allow_shrink`.""",
+    "announce": """\
+Emits the manifest asset event, with the run's summary in its extra (generation, counts,
+root index URLs), when publish made a new generation live; skipped when the generation was
+already live (nothing changed), so the asset's consumers run only for a new generation.
+*If it fails*: the sitemaps are live; clear it to emit the event.""",
+    "gc": """\
+Removes shard and generation files that no kept generation references, after a
+grace period. *If it fails*: the new sitemaps are already live; clear it later.""",
+    "notify": """\
+Writes the feed of recent changes (feed.atom, listed in robots-sitemaps.txt) and the HTML run
+report (internal: under the state prefix, shown in the DAG run's "Sitemaps report" tab), and
+submits changed URLs to IndexNow when the site has a key. *If it fails*: the new sitemaps are
+already live; a refused IndexNow submission is only a warning; clear the task to write the
+feed and report again.""",
+    "finish": """\
+Removes the run's work files (and gives back the output's lease, if the site uses one).
+Runs only when publish succeeded (or was skipped by a dry run), so a failed run keeps what
+clearing its failed task needs; gc removes abandoned work folders after its grace period.""",
+}
+
+_RUN_ID_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def work_folder_name(run_id: str) -> str:
+    """The run id as a safe key segment (no ':' or '+', which some tools mishandle)."""
+    return _RUN_ID_UNSAFE.sub("_", run_id).strip("_") or "run"
+
+
+def run_time(context: Any) -> datetime:
+    """The run's time: when the DAG run actually started. It stamps the generation and the
+    lastmod of new URLs, so it must not be a logical date hours earlier (unpausing makes the
+    last cron tick's run, due at 03:00, at whatever time it is). The run's start is the same
+    for every try of begin; `airflow dags test` starts its run at the date it is given."""
+    dag_run = context.get("dag_run")
+    for value in (getattr(dag_run, "start_date", None), getattr(dag_run, "run_after", None)):
+        if value is not None:
+            return datetime.fromisoformat(str(value)) if isinstance(value, str) else value
+    return datetime.now(UTC)
+
+
+def use_s3_connection(site: SiteConfig) -> None:
+    """S3 settings for this process: the site's Airflow connection, else the environment."""
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from pipeline import storage
+
+    if not site.aws_conn_id:
+        storage.configure_s3(None)
+        return
+    from airflow.providers.amazon.aws.hooks.base_aws import AwsBaseHook
+
+    hook = AwsBaseHook(aws_conn_id=site.aws_conn_id, client_type="s3")
+    if hook.conn_config.conn_id != site.aws_conn_id:
+        raise AirflowFailException(
+            f"Airflow connection {site.aws_conn_id!r} (aws_conn_id of site {site.name!r}) does "
+            "not exist: create it (type aws; extra endpoint_url for a non-AWS S3)")
+    creds = hook.get_credentials()  # also masks the secret in task logs
+    settings = storage.S3Settings(
+        endpoint_url=hook.conn_config.get_service_endpoint_url("s3"),
+        access_key_id=creds.access_key, secret_access_key=creds.secret_key,
+        session_token=creds.token,
+        region=hook.region_name or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1")
+    storage.configure_s3(settings)
+    log.info("S3 through connection %s: %r", site.aws_conn_id, settings)
+
+
+@contextlib.contextmanager
+def step(site: SiteConfig) -> Iterator[None]:
+    """Around every step: S3 from the connection; a TerminalError fails without retries."""
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from pipeline.errors import TerminalError
+
+    use_s3_connection(site)
+    try:
+        yield
+    except TerminalError as exc:
+        log.error("%s: %s", type(exc).__name__, exc)
+        raise AirflowFailException(str(exc)) from exc
+
+
+def params() -> dict[str, Any]:
+    """The params of a manual run: `dry_run`, the run options a run may set (their fields'
+    `param`, e.g. allow_shrink and force), and `rollback_to`."""
+    from airflow.sdk import Param
+
+    out = {"dry_run": Param(False, type="boolean", title="Dry run",
+                            description="Run up to plan and report; publish nothing.")}
+    for f in dataclasses.fields(RunOptions):
+        if f.metadata["option"].param:
+            out[f.name] = Param(f.default, type="boolean", title=f.name.replace("_", " ")
+                                .capitalize(), description=help_text(f).capitalize() + ".")
+    out["rollback_to"] = Param(
+        "", type="string", title="Roll back to",
+        description="Instead of a run: make this kept generation live again ('previous': the "
+                    "one before the live one; else a generation id from `sitemaps status`). "
+                    "Empty: an ordinary run.")
+    return out
+
+
+def _context() -> Any:
+    from airflow.sdk import get_current_context
+
+    return get_current_context()
+
+
+def _label(name: str, text: str) -> None:
+    """The mapped task's label (its `map_index_template`)."""
+    _context()[name] = text
+
+
+def rollback(site: SiteConfig) -> bool:
+    """True (go on) for an ordinary run; a rollback run rolls back and stops here."""
+    context = _context()
+    to = str(context["params"].get("rollback_to") or "").strip()
+    if not to:
+        return True
+    from pipeline.status import rollback as roll_back
+
+    with step(site):
+        result = roll_back(site.out, site.state_uri, to=None if to == "previous" else to)
+    context["ti"].xcom_push(key="rollback", value=result)
+    log.info("rollback: generation %s is live again (%s URLs in %d sitemaps); was %s; "
+             "every other task is skipped", result["live"], f"{result['published']:,}",
+             result["sitemaps"], result["previous"])
+    return False
+
+
+def _logged(result: StepResult) -> dict[str, Any]:
+    """Logs the step's summary line (the line the CLI logs) and returns its XCom value."""
+    log.info("%s", result.summary())
+    return result.to_dict()
+
+
+def begin(site: SiteConfig) -> dict[str, Any]:
+    """The run context: the site's options with this DAG run's id, time and params."""
+    from pipeline import steps
+
+    context = _context()
+    params = context["params"]
+    per_run = {f.name: bool(params[f.name]) for f in dataclasses.fields(RunOptions)
+               if f.metadata["option"].param}
+    opts = site.run_options(
+        run_id=work_folder_name(context["run_id"]), run_time=run_time(context), **per_run,
+        check_writable=not params["dry_run"])  # a dry run writes nothing to out
+    with step(site):
+        ctx = dataclasses.replace(steps.begin(opts), dry_run=bool(params["dry_run"]))
+    log.info("%s", ctx.summary())
+    return ctx.to_dict()
+
+
+def load(site: SiteConfig, ctx: dict[str, Any]) -> dict[str, Any]:
+    from pipeline import steps
+
+    with step(site):
+        return _logged(steps.load_step(RunContext.from_dict(ctx)))
+
+
+def diff_partitions(site: SiteConfig, ctx: dict[str, Any]) -> list[int]:
+    """The diff partitions' numbers, 0 .. N-1: what the diff task is mapped over."""
+    from pipeline import steps
+
+    with step(site):
+        partitions = steps.diff_partitions(RunContext.from_dict(ctx))
+    log.info("diff: %d partition(s)", partitions)
+    return list(range(partitions))
+
+
+def diff(site: SiteConfig, ctx: dict[str, Any], partition: int) -> dict[str, Any]:
+    from pipeline import steps
+
+    _label("partition_label", f"partition {partition}")
+    with step(site):
+        return _logged(steps.diff_partition_step(RunContext.from_dict(ctx), partition))
+
+
+def diff_counts(site: SiteConfig, ctx: dict[str, Any]) -> dict[str, Any]:
+    from pipeline import steps
+
+    with step(site):
+        return _logged(steps.diff_combine_step(RunContext.from_dict(ctx)))
+
+
+def plan_slices(site: SiteConfig, ctx: dict[str, Any]) -> list[int]:
+    """The plan slices' numbers, 0 .. N-1: what the plan task is mapped over."""
+    from pipeline import steps
+
+    with step(site):
+        slices = steps.plan_prepare_step(RunContext.from_dict(ctx))
+    log.info("plan: %d slice(s)", len(slices))
+    return slices
+
+
+def plan(site: SiteConfig, ctx: dict[str, Any], slice: int) -> dict[str, Any]:
+    from pipeline import steps
+
+    _label("slice_label", f"slice {slice}")
+    with step(site):
+        return _logged(steps.plan_slice_step(RunContext.from_dict(ctx), slice))
+
+
+def plan_counts(site: SiteConfig, ctx: dict[str, Any]) -> list[list[str]]:
+    """Returns the render batches (lists of shard ids); the counts go to XCom `summary`;
+    a dry run's report to XCom `dry_run`, and no batches."""
+    from pipeline import steps
+
+    run = RunContext.from_dict(ctx)
+    with step(site):
+        planned = steps.plan_combine_step(run)
+        report = steps.dry_run_summary(run) if run.dry_run else None
+    ti = _context()["ti"]
+    log.info("%s", planned.summary())
+    ti.xcom_push(key="summary", value=planned.counts())
+    if report is None:
+        return planned.batches
+    ti.xcom_push(key="dry_run", value=_logged(report))
+    return []
+
+
+def render(site: SiteConfig, ctx: dict[str, Any], batch: list[str]) -> dict[str, Any]:
+    from pipeline import steps
+
+    index = _context()["ti"].map_index
+    _label("batch_label", f"batch {index}: {len(batch)} shards")
+    with step(site):
+        return _logged(steps.render_step(RunContext.from_dict(ctx), batch, name=str(index)))
+
+
+def publish(site: SiteConfig, ctx: dict[str, Any], rendered: Any) -> dict[str, Any]:
+    """Publishes the rendered batches (none when render was mapped over zero batches)."""
+    from airflow.sdk.exceptions import AirflowSkipException
+
+    from pipeline import steps
+
+    run = RunContext.from_dict(ctx)
+    if run.dry_run:
+        raise AirflowSkipException("dry run: nothing published")
+    # One slice request (iterating would probe past the end).
+    uris = [r["uri"] for r in (rendered[:] if rendered is not None else [])]
+    with step(site):
+        return _logged(steps.publish_step(run, uris))
+
+
+def announce(summary: dict[str, Any], asset: Any) -> None:
+    """The manifest asset's event, only for a run that published a new generation."""
+    from airflow.sdk.exceptions import AirflowSkipException
+
+    if not summary["published"]:
+        # A skipped task emits no asset event: nothing new for its consumers.
+        raise AirflowSkipException(f"generation {summary['generation']} was already "
+                                   "live: nothing to announce")
+    extra = {k: summary[k] for k in ("generation", "published", "out", "root_indexes",
+                                     "warnings")}
+    extra["counts"] = summary["counts"]
+    _context()["outlet_events"][asset].extra = extra
+    log.info("announce: generation %s on %s", summary["generation"], asset.uri)
+
+
+def gc(site: SiteConfig, ctx: dict[str, Any]) -> dict[str, Any]:
+    from pipeline import steps
+
+    with step(site):
+        return _logged(steps.gc_step(RunContext.from_dict(ctx)))
+
+
+def notify(site: SiteConfig, ctx: dict[str, Any], summary: dict[str, Any]) -> dict[str, Any]:
+    from pipeline import steps
+
+    with step(site):
+        return _logged(steps.notify_step(RunContext.from_dict(ctx), PublishSummary(**summary)))
+
+
+def finish(site: SiteConfig, ctx: dict[str, Any]) -> None:
+    from pipeline import steps
+
+    with step(site):
+        steps.finish(RunContext.from_dict(ctx))
+    log.info("finish: removed the work files under %s", ctx["work"])

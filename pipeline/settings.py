@@ -1,0 +1,349 @@
+"""Run options: the one typed model of what a run can be told, with every default.
+
+`RunOptions` is the only place an option's default lives. Each field's `Option`
+metadata says how the option is reached from outside, and everything else is
+derived from it:
+
+- the flags of `sitemaps run` (`pipeline.cli` builds them with `add_arguments`),
+- the keys of a site block in the DAGs' TOML file (`pipeline.sites`),
+- the params of a manual DAG run (`pipeline.orchestration`).
+
+A new option is one field here (plus the code that uses it). `Environment` reads the
+`SITEMAPS_*` environment variables, in this one place, when asked (never at import time).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import types
+import typing
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Union
+
+from pipeline.errors import ConfigError
+from pipeline.layout import RUNS_FOLDER, STATE_FOLDER, default_state
+from pipeline.limits import MAX_BYTES_PER_SITEMAP, MAX_SITEMAPS_PER_INDEX, MAX_URLS_PER_SITEMAP
+from pipeline.sitemap_xml import max_urlset_overhead
+
+#: Output formats: XML sitemaps, or plain-text ones (one URL a line, same limits).
+FORMATS = ("xml", "txt")
+
+
+@dataclass(frozen=True)
+class Option:
+    """How one field of `RunOptions` (or `Limits`) is reached from outside.
+
+    `help` is one line; `{default}` in it is replaced by the field's default.
+    """
+
+    help: str
+    #: The `sitemaps run` flag: None derives `--field-name`; "" keeps it off the command line.
+    flag: str | None = None
+    #: Its key in a site block: None derives the field name; "" keeps it out of site files.
+    site_key: str | None = None
+    #: A second flag that turns the option off (False for a bool, None otherwise).
+    off_flag: str = ""
+    off_help: str = ""
+    metavar: str | None = None
+    #: A manual DAG run may set it (a DAG param); the site's value is its default.
+    param: bool = False
+    #: Inclusive bounds of a number (None: unbounded).
+    minimum: float | None = None
+    maximum: float | None = None
+    choices: tuple[str, ...] = ()
+
+
+def option(default: Any, help: str, **kw: Any) -> Any:
+    """A dataclass field with its `Option` (the `metadata["option"]` of the field)."""
+    meta = {"option": Option(help, **kw)}
+    if isinstance(default, type):
+        return field(default_factory=default, metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+def required(help: str, **kw: Any) -> Any:
+    return field(metadata={"option": Option(help, **kw)})
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Per-file limits; smaller values than the protocol's are honoured exactly."""
+
+    max_urls: int = option(
+        MAX_URLS_PER_SITEMAP, "URLs per sitemap file (default and most {default:,})",
+        flag="--max-urls-per-sitemap", site_key="max_urls_per_sitemap", metavar="N")
+    max_bytes: int = option(
+        MAX_BYTES_PER_SITEMAP, "uncompressed bytes per sitemap file (default and most "
+        "{default:,})", flag="--max-bytes-per-sitemap", site_key="max_bytes_per_sitemap",
+        metavar="N")
+    max_sitemaps_per_index: int = option(
+        MAX_SITEMAPS_PER_INDEX, "sitemaps per index file (default and most {default:,}; more "
+        "make more indexes)", flag="--max-sitemaps-per-index",
+        site_key="max_sitemaps_per_index", metavar="N")
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.max_urls <= MAX_URLS_PER_SITEMAP:
+            raise ConfigError(f"--max-urls-per-sitemap must be 1..{MAX_URLS_PER_SITEMAP:,}, "
+                              f"not {self.max_urls}")
+        if not max_urlset_overhead() < self.max_bytes <= MAX_BYTES_PER_SITEMAP:
+            raise ConfigError(f"--max-bytes-per-sitemap must be {max_urlset_overhead() + 1}.."
+                              f"{MAX_BYTES_PER_SITEMAP:,}, not {self.max_bytes}")
+        if not 1 <= self.max_sitemaps_per_index <= MAX_SITEMAPS_PER_INDEX:
+            raise ConfigError(f"--max-sitemaps-per-index must be 1..{MAX_SITEMAPS_PER_INDEX:,}, "
+                              f"not {self.max_sitemaps_per_index}")
+
+    @property
+    def body_budget(self) -> int:
+        """Bytes available to <url> lines in one file."""
+        return self.max_bytes - max_urlset_overhead()
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunOptions:
+    """Everything one run can be told; every default lives here (see the module docstring)."""
+
+    inventory: str = required("Parquet file, glob or (Hive-partitioned) folder; local or s3://")
+    site_url: str = required("the site, scheme included, e.g. https://www.example.com/")
+    out: str = required("local folder or s3://bucket/prefix/")
+    public_url: str | None = option(None, "URL at which --out is served (default: --site-url)")
+    state: str | None = option(
+        None, f"state URI: snapshots between runs (default: <out>/{STATE_FOLDER})")
+    work: str | None = option(
+        None, "work URI for intermediate files (default: a temp folder; a site's DAG: "
+        f"<state>/{RUNS_FOLDER}, which must be shared storage)")
+    limits: Limits = option(Limits, "per-file limits (the fields of Limits)")
+    run_id: str | None = option(None, "names the work folder (default: the generation id)",
+                                site_key="")
+    #: The run's time: it stamps the generation and new URLs' lastmod (default: now).
+    run_time: datetime | None = option(None, "the run's time (default: now)", flag="",
+                                       site_key="")
+    section_depth: int = option(1, "path segments that name a section (default {default})",
+                                metavar="N", minimum=1)
+    keep_deprecated_tags: bool = option(
+        False, "write the image tags Google stopped using in 2022 (caption, title, "
+        "geo_location, license); by default they are left out and counted")
+    allow_shrink: bool = option(
+        False, "publish even if far fewer URLs than the live generation", site_key="",
+        param=True)
+    shrink_threshold: float = option(
+        0.10, "largest allowed drop in published URLs (default {default:.2f})",
+        minimum=0, maximum=1)
+    max_reject_share: float = option(
+        0.05, "fail when more than this share of rows is rejected as bad data (default "
+        "{default}; rows the indexability gate leaves out do not count)", minimum=0, maximum=1)
+    force: bool = option(False, "rewrite every shard file (a full rewrite)", site_key="",
+                         param=True)
+    lease_seconds: float = option(
+        0.0, "hold a lease on --out for this long (default 0: none; the conditional commit "
+        "still refuses a run that lost a race, a lease only saves the loser's work)",
+        minimum=0)
+    keep_generations: int = option(3, "generations whose files gc keeps (default {default})",
+                                   site_key="gc_keep", minimum=1)
+    gc_grace_hours: float | None = option(
+        48.0, "gc deletes only files older than this (default {default:g})", minimum=0,
+        off_flag="--no-gc", off_help="do not garbage-collect after publishing")
+    format: str = option("xml", "xml sitemaps (default) or plain-text ones, one URL a line",
+                         choices=FORMATS)
+    #: Diff against this snapshot instead of the live generation's (dry runs from a state URI).
+    compare_snapshot: str | None = option(None, "the snapshot to diff against", flag="",
+                                          site_key="")
+    feed_days: float | None = option(
+        7.0, "feed.atom lists the changes of this many days (default {default:g}; 0: no feed)",
+        minimum=0)
+    report: bool = option(
+        True, "write the run report (<state>/generations/<id>/report.html)", flag="",
+        off_flag="--no-report",
+        off_help="do not write the run report (<state>/generations/<id>/report.html)")
+    report_to: str | None = option(
+        None, "where run reports go, <URI>/generations/<id>/report.html (default: the state "
+        "prefix); internal: not a served folder", metavar="URI")
+    indexnow_key: str | None = option(
+        None, "submit each generation's changed URLs to IndexNow with this key (default: off)")
+    indexnow_key_location: str | None = option(
+        None, "URL of the key file (default https://<host>/<key>.txt)")
+    indexnow_endpoint: str | None = option(
+        None, "where to submit (default https://api.indexnow.org/indexnow)")
+    diff_partitions: int | None = option(
+        None, "diff in N hash partitions of the URLs, one join at a time (default: as many as "
+        "keep each join in memory, at most 4; 1 on a first run); the DAG maps its diff task "
+        "over them", metavar="N", minimum=1)
+    plan_slice_rows: int | None = option(
+        None, "plan at most about N URLs at a time (default 4,000,000, "
+        "SITEMAPS_PLAN_SLICE_ROWS): bounds plan's memory and temp disk; the DAG maps its plan "
+        "task over the slices", metavar="N", minimum=1)
+    render_batch_bytes: int = option(
+        256 * 1024 * 1024, "bytes of <url> lines per mapped render task of the DAG (default "
+        "{default:,}, 256 MiB)", flag="", minimum=1)
+    #: Check at begin, before any work, that --out (and --state) can be written; a dry run,
+    #: which writes nothing there, checks only that S3 can be reached.
+    check_writable: bool = option(True, "check at begin that --out can be written", flag="",
+                                  site_key="")
+    check_conditional_writes: bool = option(
+        True, "probe once that the output's S3 server refuses a failed conditional write (412) "
+        "before relying on one for the commit", flag="", site_key="",
+        off_flag="--no-conditional-write-check",
+        off_help="do not probe that the S3 server refuses a failed conditional write (only for "
+                 "a server known to honour If-Match / If-None-Match)")
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            problem = check(f, getattr(self, f.name))
+            if problem:
+                raise ConfigError(f"{site_key(f) or f.name} {problem}")
+
+    @property
+    def state_uri(self) -> str:
+        """Default: the private `_state/` folder beside the sitemaps (never serve it)."""
+        return self.state or default_state(self.out)
+
+
+def check(f: dataclasses.Field[Any], value: Any) -> str | None:
+    """What is wrong with `value` for field `f` (its Option's bounds and choices), or None.
+
+    RunOptions raises it naming the site key; the command line names the flag instead.
+    """
+    opt: Option = f.metadata["option"]
+    if opt.choices and value not in opt.choices:
+        return f"must be one of {', '.join(opt.choices)}, not {value!r}"
+    if value is None or isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if opt.minimum is not None and opt.maximum is not None \
+            and not opt.minimum <= value <= opt.maximum:
+        return f"must be {opt.minimum:g}..{opt.maximum:g}, not {value}"
+    if opt.minimum is not None and value < opt.minimum:
+        return f"must be at least {opt.minimum:g}, not {value}"
+    return None
+
+
+def default_of(name: str, cls: type = RunOptions) -> Any:
+    """The default of one field (for a function that takes the option as an argument)."""
+    f = next(f for f in dataclasses.fields(cls) if f.name == name)
+    return f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+
+
+def flag(f: dataclasses.Field[Any]) -> str:
+    """The command-line flag of a field ("" if it has none)."""
+    opt: Option = f.metadata["option"]
+    if opt.flag is None:
+        return "--" + f.name.replace("_", "-")
+    return opt.flag or opt.off_flag
+
+
+def site_key(f: dataclasses.Field[Any]) -> str:
+    """The site-file key of a field ("" if it has none)."""
+    opt: Option = f.metadata["option"]
+    return f.name if opt.site_key is None else opt.site_key
+
+
+def base_type(cls: type, name: str) -> type:
+    """The type of a field without `| None`: int, float, bool, str, datetime or Limits."""
+    hint = typing.get_type_hints(cls)[name]
+    if typing.get_origin(hint) in (Union, types.UnionType):
+        hint = next(a for a in typing.get_args(hint) if a is not type(None))
+    assert isinstance(hint, type)
+    return hint
+
+
+def help_text(f: dataclasses.Field[Any]) -> str:
+    opt: Option = f.metadata["option"]
+    return opt.help.format(default=f.default) if "{default" in opt.help else opt.help
+
+
+def _add(parser: argparse.ArgumentParser, f: dataclasses.Field[Any], dest: str,
+         required: bool = False) -> None:
+    opt: Option = f.metadata["option"]
+    kind = base_type(Limits if dest.startswith("limits.") else RunOptions, f.name)
+    if opt.flag != "":
+        name = flag(f)
+        if kind is bool:
+            parser.add_argument(name, dest=dest, action="store_true", default=argparse.SUPPRESS,
+                                help=help_text(f))
+        else:
+            parser.add_argument(name, dest=dest, type=kind, required=required,
+                                default=argparse.SUPPRESS, metavar=opt.metavar,
+                                choices=opt.choices or None, help=help_text(f))
+    if opt.off_flag:
+        parser.add_argument(opt.off_flag, dest=dest, action="store_const",
+                            const=False if kind is bool else None, default=argparse.SUPPRESS,
+                            help=opt.off_help)
+
+
+def add_arguments(parser: argparse.ArgumentParser, only: tuple[str, ...] | None = None) -> None:
+    """The flags of the run options (`only`: of these fields), each with its field's default.
+
+    A flag left out of the command line is absent from the namespace, so `from_args` takes
+    the default from here, the one place it lives.
+    """
+    for f in dataclasses.fields(RunOptions):
+        if only is not None and f.name not in only:
+            continue
+        if f.name == "limits":
+            for lf in dataclasses.fields(Limits):
+                _add(parser, lf, "limits." + lf.name)
+        elif flag(f):
+            _add(parser, f, f.name, required=f.default is dataclasses.MISSING
+                 and f.default_factory is dataclasses.MISSING)
+
+
+def from_args(args: argparse.Namespace, **overrides: Any) -> RunOptions:
+    """The run options of parsed flags (see `add_arguments`); `overrides` win."""
+    given = vars(args)
+    limits = {k.removeprefix("limits."): v for k, v in given.items() if k.startswith("limits.")}
+    values: dict[str, Any] = {}
+    for f in dataclasses.fields(RunOptions):
+        if f.name in given:
+            problem = check(f, given[f.name])
+            if problem:
+                raise ConfigError(f"{flag(f)} {problem}")
+            values[f.name] = given[f.name]
+    if limits:
+        values["limits"] = Limits(**limits)
+    return RunOptions(**{**values, **overrides})
+
+
+@dataclass(frozen=True)
+class Environment:
+    """The `SITEMAPS_*` environment variables, read by `environment()` when it is called."""
+
+    #: SITEMAPS_SITES_FILE: the DAGs' site file (default: `sites.toml` beside the DAG file).
+    sites_file: str | None = None
+    #: SITEMAPS_MEMORY: the process's memory (default 1.5GB; DuckDB gets it less a reserve).
+    memory: str | None = None
+    #: SITEMAPS_DUCKDB_MEMORY: DuckDB's memory limit as given (overrides SITEMAPS_MEMORY).
+    duckdb_memory: str | None = None
+    #: SITEMAPS_TEMP_DIR: where DuckDB spills (default: <temp dir>/sitemaps-duckdb).
+    temp_dir: str | None = None
+    #: SITEMAPS_S3_ATTEMPTS: attempts of an S3 request (botocore's standard retry mode).
+    s3_attempts: int = 5
+    #: SITEMAPS_S3_CONNECT_TIMEOUT: seconds to connect to S3.
+    s3_connect_timeout: float = 5.0
+    #: SITEMAPS_GZIP_LEVEL: the sitemaps' gzip level (isal: at most 3).
+    gzip_level: int = 1
+    #: SITEMAPS_PLAN_SLICE_ROWS: rows planned at a time when the run does not say.
+    plan_slice_rows: int = 4_000_000
+    #: SITEMAPS_DIFF_PARTITION_ROWS: valid rows per diff partition (0: automatic).
+    diff_partition_rows: int = 0
+
+    @staticmethod
+    def variable(name: str) -> str:
+        return "SITEMAPS_" + name.upper()
+
+
+def environment() -> Environment:
+    """The environment's settings now; an empty variable counts as unset."""
+    values: dict[str, Any] = {}
+    hints = typing.get_type_hints(Environment)
+    for f in dataclasses.fields(Environment):
+        raw = os.environ.get(Environment.variable(f.name), "").strip()
+        if not raw:
+            continue
+        kind = hints[f.name]
+        try:
+            values[f.name] = kind(raw) if kind in (int, float) else raw
+        except ValueError:
+            raise ConfigError(f"${Environment.variable(f.name)} = {raw!r} is not a number") \
+                from None
+    return Environment(**values)

@@ -1,0 +1,107 @@
+"""The one run-options model: the CLI, the site file and the environment all derive from it."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from pipeline import settings
+from pipeline.cli import build_parser
+from pipeline.errors import ConfigError
+from pipeline.settings import Environment, Limits, RunOptions, environment
+from pipeline.sites import SiteConfig, parse_sites
+
+REQUIRED = {"inventory": "s3://inv/", "site_url": "https://www.example.com/", "out": "s3://o/"}
+
+
+def _cli(*extra: str) -> RunOptions:
+    args = build_parser().parse_args(
+        ["run", "--inventory", REQUIRED["inventory"], "--site-url", REQUIRED["site_url"],
+         "--out", REQUIRED["out"], *extra])
+    return settings.from_args(args)
+
+
+def _site(**keys: object) -> SiteConfig:
+    (site,) = parse_sites({"sites": {"www": {**REQUIRED, **keys}}})
+    return site
+
+
+def test_the_cli_and_a_site_file_default_to_the_models_defaults() -> None:
+    model = RunOptions(**REQUIRED)
+    assert _cli() == model
+    site = _site()
+    assert all(getattr(site, f.name) == getattr(model, f.name)
+               for f in dataclasses.fields(RunOptions) if f.name not in ("state", "work"))
+    # The drift the model ended: a run writes the feed and the report, as the DAG does.
+    assert model.feed_days == 7 and model.report is True
+
+
+def test_flags_and_site_keys_reach_the_same_fields() -> None:
+    cli = _cli("--keep-generations", "5", "--shrink-threshold", "0.2", "--no-report",
+               "--max-urls-per-sitemap", "100", "--format", "txt", "--no-gc")
+    site = _site(gc_keep=5, shrink_threshold=0.2, report=False, format="txt",
+                 limits={"max_urls_per_sitemap": 100})
+    assert (cli.keep_generations, cli.shrink_threshold, cli.report, cli.format) == (
+        site.keep_generations, site.shrink_threshold, site.report, site.format)
+    assert cli.limits == site.limits == Limits(max_urls=100)
+    assert cli.gc_grace_hours is None and site.gc_grace_hours == 48
+
+
+def test_every_option_is_reachable_or_deliberately_internal() -> None:
+    """A new field gets a flag and a site key unless its Option says otherwise."""
+    run = next(a for a in build_parser()._actions if a.dest == "command").choices["run"]  # type: ignore[index]
+    parser_flags = {s for action in run._actions for s in action.option_strings}
+    for f in [*dataclasses.fields(RunOptions), *dataclasses.fields(Limits)]:
+        flag = settings.flag(f)
+        if flag and f.name != "limits":  # its fields have the flags
+            assert flag in parser_flags, f.name
+    internal = {f.name for f in dataclasses.fields(RunOptions)
+                if not settings.flag(f) and not settings.site_key(f)}
+    assert internal == {"run_time", "compare_snapshot", "check_writable"}
+
+
+@pytest.mark.parametrize("kw, message", [
+    ({"shrink_threshold": 1.5}, "shrink_threshold must be 0..1"),
+    ({"keep_generations": 0}, "gc_keep must be at least 1"),
+    ({"diff_partitions": 0}, "diff_partitions must be at least 1"),
+    ({"format": "html"}, "format must be one of xml, txt"),
+    ({"lease_seconds": -1}, "lease_seconds must be at least 0"),
+])
+def test_bad_values_are_config_errors_that_name_the_key(kw: dict[str, object],
+                                                        message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        RunOptions(**REQUIRED, **kw)  # type: ignore[arg-type]
+
+
+def test_on_the_command_line_a_bad_value_names_its_flag() -> None:
+    with pytest.raises(ConfigError, match="--keep-generations must be at least 1, not 0"):
+        _cli("--keep-generations", "0")
+    with pytest.raises(ConfigError, match="--shrink-threshold must be 0..1, not 1.5"):
+        _cli("--shrink-threshold", "1.5")
+
+
+def test_environment_is_read_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    for f in dataclasses.fields(Environment):
+        monkeypatch.delenv(Environment.variable(f.name), raising=False)
+    assert environment() == Environment()
+    monkeypatch.setenv("SITEMAPS_PLAN_SLICE_ROWS", "1000")
+    monkeypatch.setenv("SITEMAPS_S3_CONNECT_TIMEOUT", "1.5")
+    monkeypatch.setenv("SITEMAPS_TEMP_DIR", "")  # empty: unset
+    env = environment()
+    assert (env.plan_slice_rows, env.s3_connect_timeout, env.temp_dir) == (1000, 1.5, None)
+    monkeypatch.setenv("SITEMAPS_S3_ATTEMPTS", "five")
+    with pytest.raises(ConfigError, match="SITEMAPS_S3_ATTEMPTS"):
+        environment()
+
+
+def test_every_environment_variable_the_code_names_is_in_the_model() -> None:
+    """settings.Environment lists (and documents) every SITEMAPS_* variable."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    named = {m for p in [*(root / "pipeline").glob("*.py"), *(root / "dags").glob("*.py")]
+             for m in re.findall(r"\bSITEMAPS_[A-Z_]+[A-Z]", p.read_text())}
+    known = {Environment.variable(f.name) for f in dataclasses.fields(Environment)}
+    assert named and named <= known, named - known
