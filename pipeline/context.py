@@ -51,6 +51,10 @@ class RunContext:
     warnings: tuple[str, ...]
     #: A dry run (the DAG's param): plan is the last step, nothing is published.
     dry_run: bool = False
+    #: The identity of the run's input (pipeline.unchanged; None: none taken), and whether
+    #: it is the live generation's own: then no stage runs and nothing is published.
+    input_identity: str | None = None
+    unchanged: bool = False
 
     def summary(self) -> str:
         return (f"begin: generation {self.generation} at {self.run_time}, live "

@@ -18,10 +18,13 @@ paths from these names only, so the trees below are the whole list:
       generations/<id>/                       snapshot.parquet, rejects.parquet,
                                               changes.parquet (STATE_FILES), report.html
       runs/<run id>/                          RUNS_FOLDER: the DAG's work prefixes
+      input-identity.json                     INPUT_IDENTITY_KEY: the input the live
+                                              generation was made from (pipeline.unchanged)
     <work>/                                   a run's intermediate files
       normalized.parquet, duplicates.parquet, rejects.parquet      load
       diffed/part-NNNNN.parquet, changes/part-NNNNN.parquet         diff
       plan-slices.json, plan-bounds.parquet, planned/part-NNNNN.parquet, shards.json   plan
+      plan-input/slice=N/*.parquet            the diffed rows split by slice (many slices)
       live_keys.json                          the live generation's shard keys at begin
 """
 
@@ -68,6 +71,9 @@ TEMP_PREFIX = ".tmp-"
 STATE_FOLDER = "_state"
 #: The work prefixes of DAG runs, below the state: runs/<run id>/.
 RUNS_FOLDER = "runs"
+#: The identity of the input that made (or last confirmed) a generation: {generation,
+#: identity}, written by every publish; a run of the same input skips the work.
+INPUT_IDENTITY_KEY = "input-identity.json"
 #: A generation's private files (below GENERATIONS_FOLDER/<id>/ of the state), by name.
 STATE_FILES = ("snapshot", "rejects", "changes")
 SNAPSHOT_KEY = "snapshot.parquet"

@@ -12,6 +12,7 @@ import time
 from typing import Any
 
 from pipeline import steps
+from pipeline.context import PublishSummary, RunContext
 from pipeline.progress import QUIET, Progress
 from pipeline.settings import RunOptions
 
@@ -24,40 +25,23 @@ def run(opts: RunOptions, progress: Progress = QUIET) -> dict[str, Any]:
     """Run every step; returns the run summary (its counts are also in the manifest).
 
     Each step's result is logged as its `summary()` line, the line the DAG's task logs.
+    A run of the live generation's own input and options (pipeline.unchanged) runs no
+    stage before notify: its summary says `unchanged`.
     """
     started = time.monotonic()
     ctx = steps.begin(opts)
+    seconds: dict[str, float] = {}
     try:
-        loaded = steps.load_step(ctx, progress)
-        log.info("%s", loaded.summary())
-        seconds = {"load": loaded.seconds}
-        partitions = steps.diff_partitions(ctx)
-        progress.step("diff against the live generation"
-                      + (f" ({partitions} partitions)" if partitions > 1 else ""))
-        t = time.monotonic()
-        diffed = steps.diff_step(ctx)  # the partitions one after the other, each join bounded
-        log.info("%s", diffed.summary())
-        seconds["diff"] = round(time.monotonic() - t, 3)
-        c = diffed.counts
-        progress.done(f"{c['added']:,} added, {c['changed']:,} changed, {c['removed']:,} removed")
-        progress.step("plan shards")
-        planned = steps.plan_step(ctx)
-        log.info("%s", planned.summary())
-        progress.done(f"{planned.shards:,} shards, {planned.to_render:,} to write")
-        seconds["plan"] = planned.seconds
-        t = time.monotonic()
-        progress.step("render")  # render shows its own line only when it has shards to write
-        rendered = steps.render_step(ctx, None, progress=progress)
-        log.info("%s", rendered.summary())
-        seconds["render"] = round(time.monotonic() - t, 3)
-        t = time.monotonic()
-        progress.step("publish")
-        published = steps.publish_step(ctx, [rendered.uri])
-        log.info("%s", published.summary())
-        progress.done(f"generation {published.generation} "
-                      + ("live" if published.published else "unchanged, still live"))
+        if ctx.unchanged:
+            progress.step("publish")
+            published = steps.publish_step(ctx, [])
+            log.info("%s", published.summary())
+            progress.done(f"generation {published.generation} unchanged, still live: the "
+                          "inventory's rows and the options are its own")
+        else:
+            published = _build(ctx, progress, seconds)
         summary = published.to_dict()
-        seconds["publish"] = round(time.monotonic() - t, 3)
+        summary["unchanged"] = ctx.unchanged
         if steps.notifies(ctx):
             t = time.monotonic()
             progress.step("notify")
@@ -78,6 +62,40 @@ def run(opts: RunOptions, progress: Progress = QUIET) -> dict[str, Any]:
     log.info("run: generation %s %s in %.1f s", summary["generation"],
              "published" if summary["published"] else "unchanged", summary["seconds"])
     return summary
+
+
+def _build(ctx: RunContext, progress: Progress, seconds: dict[str, float]) -> PublishSummary:
+    """load, diff, plan, render, publish; each stage's seconds go to `seconds`."""
+    loaded = steps.load_step(ctx, progress)
+    log.info("%s", loaded.summary())
+    seconds["load"] = loaded.seconds
+    partitions = steps.diff_partitions(ctx)
+    progress.step("diff against the live generation"
+                  + (f" ({partitions} partitions)" if partitions > 1 else ""))
+    t = time.monotonic()
+    diffed = steps.diff_step(ctx)  # the partitions one after the other, each join bounded
+    log.info("%s", diffed.summary())
+    seconds["diff"] = round(time.monotonic() - t, 3)
+    c = diffed.counts
+    progress.done(f"{c['added']:,} added, {c['changed']:,} changed, {c['removed']:,} removed")
+    progress.step("plan shards")
+    planned = steps.plan_step(ctx)
+    log.info("%s", planned.summary())
+    progress.done(f"{planned.shards:,} shards, {planned.to_render:,} to write")
+    seconds["plan"] = planned.seconds
+    t = time.monotonic()
+    progress.step("render")  # render shows its own line only when it has shards to write
+    rendered = steps.render_step(ctx, None, progress=progress)
+    log.info("%s", rendered.summary())
+    seconds["render"] = round(time.monotonic() - t, 3)
+    t = time.monotonic()
+    progress.step("publish")
+    published = steps.publish_step(ctx, [rendered.uri])
+    log.info("%s", published.summary())
+    progress.done(f"generation {published.generation} "
+                  + ("live" if published.published else "unchanged, still live"))
+    seconds["publish"] = round(time.monotonic() - t, 3)
+    return published
 
 
 def _gc_line(gc: dict[str, Any]) -> str:

@@ -83,6 +83,7 @@ def begin(opts: RunOptions) -> RunContext:
     if gone:
         log.warning("begin: %d file(s) of the live generation are missing, e.g. %s; this run "
                     "uploads its shards again", len(gone), min(gone))
+    identity, skip_reason = _input_identity(opts, site, public, live.manifest, len(gone))
     # Last: nothing after the work folder is made may fail without removing it.
     if opts.work:
         base = opts.work
@@ -99,7 +100,8 @@ def begin(opts: RunOptions) -> RunContext:
         work=storage.join(base, opts.run_id or generation) if opts.work else base,
         own_work=opts.work is None, run_time=run_time.isoformat(), generation=generation,
         live_etag=live.etag, live_generation=live.generation, snapshot=snapshot,
-        lease=bool(opts.lease_seconds), lease_owner=lease_owner, warnings=tuple(warnings))
+        lease=bool(opts.lease_seconds), lease_owner=lease_owner, warnings=tuple(warnings),
+        input_identity=identity, unchanged=skip_reason is None)
     # The live shard keys go to a work file, not into the context: a 1B-URL site has over
     # 20,000 of them, and the DAG hands the context to every task through XCom.
     try:
@@ -115,7 +117,30 @@ def begin(opts: RunOptions) -> RunContext:
             release_work_folder(base)
         raise
     log.info("begin: generation %s, live generation %s", generation, live.generation or "none")
+    if ctx.unchanged:
+        log.info("begin: the inventory's rows and the options are those of the live generation "
+                 "%s: nothing to do (--force does the work anyway)", live.generation)
+    elif skip_reason and live.manifest:
+        log.info("begin: the work is done: %s", skip_reason)
     return ctx
+
+
+def _input_identity(opts: RunOptions, site: Site, public: str, live: Manifest | None,
+                    missing: int) -> tuple[str | None, str | None]:
+    """(the input's identity, why the run does the work: None when it can skip it). A dry
+    run, or one against another snapshot, always does the work, and takes no identity."""
+    from pipeline import unchanged
+    from pipeline.load import list_inventory_files
+
+    if opts.compare_snapshot or not opts.check_writable:
+        return None, "a dry run"
+    identity = unchanged.input_identity(list_inventory_files(opts.inventory), {
+        "site_url": site.prefix, "public_url": public, "limits": asdict(opts.limits),
+        "section_depth": opts.section_depth, "keep_deprecated_tags": opts.keep_deprecated_tags,
+        "format": opts.format, "max_reject_share": opts.max_reject_share})
+    live_identity = unchanged.recorded(opts.state_uri, live["generation"]) if live else None
+    return identity, unchanged.why_not_skipped(live, live_identity, identity, force=opts.force,
+                                              missing_files=missing)
 
 
 def live_keys(ctx: RunContext) -> set[str]:
@@ -163,8 +188,15 @@ def check_rejects(input_rows: int, rejected: dict[str, int], max_share: float) -
 
 
 def load_step(ctx: RunContext, progress: Any = None) -> LoadCounts:
-    """Loads the inventory; its counts include `diff_partitions`, the diff's partitions."""
+    """Loads the inventory; its counts include `diff_partitions`, the diff's partitions.
+    An unchanged run (begin) loads nothing: the live generation's counts, no partition."""
     renew_lease(ctx)
+    if ctx.unchanged:
+        c = _live_counts(ctx)
+        return LoadCounts(input_rows=c["input_rows"], valid_rows=c["published"],
+                          rejected=c["rejected"], rejected_rows=c["rejected_rows"],
+                          not_indexable=c.get("not_indexable", 0),
+                          dropped_fields=c["dropped_fields"], seconds=0.0, diff_partitions=0)
     from pipeline.diff import partitions_for
     from pipeline.load import load
     from pipeline.progress import QUIET
@@ -186,7 +218,10 @@ def load_step(ctx: RunContext, progress: Any = None) -> LoadCounts:
 
 
 def diff_partitions(ctx: RunContext) -> int:
-    """How many hash partitions the diff has (load decided: the run's option, or automatic)."""
+    """How many hash partitions the diff has (load decided: the run's option, or automatic;
+    none for an unchanged run, so that the DAG maps its work tasks over nothing)."""
+    if ctx.unchanged:
+        return 0
     return int(_read(ctx, "load.json")["diff_partitions"])
 
 
@@ -327,8 +362,13 @@ def render_step(ctx: RunContext, batch: list[str] | None, name: str = "all",
 
 
 def publish_step(ctx: RunContext, render_uris: list[str]) -> PublishSummary:
-    """Gathers the rendered files, writes indexes and manifest, commits; returns the summary."""
+    """Gathers the rendered files, writes indexes and manifest, commits; returns the summary.
+    An unchanged run publishes nothing and reports the live generation as a run of the same
+    input would (every URL and shard unchanged)."""
     renew_lease(ctx)
+    if ctx.unchanged:
+        return _unchanged_summary(ctx)
+    from pipeline import unchanged
     from pipeline.plan import load_shards
     from pipeline.snapshot import save_state
 
@@ -380,7 +420,40 @@ def publish_step(ctx: RunContext, render_uris: list[str]) -> PublishSummary:
             generation=ctx.generation, output_format=ctx.options.format),
         allow_shrink=ctx.options.allow_shrink, shrink_threshold=ctx.options.shrink_threshold,
         warnings=list(ctx.warnings))
+    # The live generation, new or kept, is what this input makes: the next run of the same
+    # input skips the work.
+    unchanged.record(ctx.state, result.manifest["generation"], ctx.input_identity)
     return _summary(ctx, result.manifest, result.published, counts)
+
+
+def _still_live(ctx: RunContext) -> Manifest:
+    """The live manifest of an unchanged run: the one begin found, or PublishConflict."""
+    live = read_live(ctx.out).manifest
+    if live is None or live["generation"] != ctx.live_generation:
+        raise PublishConflict(
+            f"another generation was published in {ctx.out} since this run started (it found "
+            f"{ctx.live_generation} live, unchanged); the other run's generation stays live")
+    return live
+
+
+def _live_counts(ctx: RunContext) -> dict[str, Any]:
+    live = _still_live(ctx)
+    return {**live["counts"], "published": sum(s["urls"] for s in live["sitemaps"])}
+
+
+def _unchanged_summary(ctx: RunContext) -> PublishSummary:
+    live = _still_live(ctx)
+    c = live["counts"]
+    counts = {
+        **{k: c[k] for k in ("input_rows", "rejected", "rejected_rows", "dropped_fields")},
+        "not_indexable": c.get("not_indexable", 0),
+        "added": 0, "changed": 0, "removed": 0,
+        "unchanged": sum(s["urls"] for s in live["sitemaps"]),
+        "lastmod_clamped": 0, "news_articles": 0,
+        "shards_written": 0, "shards_reused": len(live["sitemaps"]), "shards_removed": 0,
+        "shards_split": 0, "shards_merged": 0, "bytes_written": 0,
+    }
+    return _summary(ctx, live, False, counts)
 
 
 def _summary(ctx: RunContext, m: Manifest, published: bool,

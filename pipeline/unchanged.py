@@ -4,12 +4,17 @@ Such a run would publish the very files that are live, so it stops after begin: 
 diff, plan, render or publish, no new generation (the common nightly case of an inventory
 that did not change costs a scan of it instead of a build).
 
-The input's identity (`input_identity` in the manifest) is a digest of:
+The input's identity is a digest of:
 - the inventory's rows: their count and two sums of 64-bit hashes of whole rows. A sum,
   not an order: the same rows in another order or another file layout are the same input;
   a sum, not an XOR: two equal rows added do not cancel out;
 - the options that shape the output (site and public URL, limits, section depth,
   deprecated tags, format, the reject guard) and the renderer's version.
+
+Every publish (of a new generation, or of none because nothing changed) records the
+identity with the live generation's id in the state (INPUT_IDENTITY_KEY); the next run
+compares its own with it. A rollback or another run's publish changes the live
+generation, and the record no longer applies.
 
 A run is unchanged only when nothing live depends on the clock as well: no news (an
 article leaves the news sitemaps two days after its publication, and one dated ahead
@@ -28,13 +33,13 @@ from typing import Any
 
 import duckdb
 
-from pipeline import sql
+from pipeline import sql, storage
+from pipeline.layout import INPUT_IDENTITY_KEY
+from pipeline.manifest import Manifest
 from pipeline.sitemap_xml import FORMAT_VERSION
 
 log = logging.getLogger(__name__)
 
-#: The manifest's key for the identity of the input that made the generation.
-IDENTITY_KEY = "input_identity"
 
 
 def _version() -> str:
@@ -80,16 +85,36 @@ def input_identity(files: Sequence[str], options: dict[str, Any]) -> str | None:
                           ).hexdigest()[:32]
 
 
-def why_not_skipped(live: dict[str, Any] | None, identity: str | None, *, force: bool,
-                    missing_files: int) -> str | None:
-    """Why this run must do the work; None when it can stop (the input is unchanged)."""
+def record(state_uri: str, generation: str, identity: str | None) -> None:
+    """Note that `identity` is the input of the live `generation` (nothing when None)."""
+    if identity is None:
+        return
+    storage.open_storage(state_uri).write_bytes(INPUT_IDENTITY_KEY, json.dumps(
+        {"generation": generation, "identity": identity}, sort_keys=True).encode())
+
+
+def recorded(state_uri: str, generation: str | None) -> str | None:
+    """The identity recorded for the live `generation`, if any."""
+    if generation is None:
+        return None
+    rec = storage.open_storage(state_uri).read_json_or_none(INPUT_IDENTITY_KEY)
+    if not isinstance(rec, dict) or rec.get("generation") != generation:
+        return None
+    identity = rec.get("identity")
+    return identity if isinstance(identity, str) else None
+
+
+def why_not_skipped(live: Manifest | None, live_identity: str | None, identity: str | None, *,
+                    force: bool, missing_files: int) -> str | None:
+    """Why this run must do the work; None when it can stop (the input is unchanged).
+    `live_identity`: the identity recorded for the live generation (`recorded`)."""
     if force:
         return "--force"
     if live is None:
         return "no live generation"
     if identity is None:
         return "the inventory has news, or its rows need cleaning"
-    if live.get(IDENTITY_KEY) != identity:
+    if live_identity != identity:
         return "the inventory or the options changed"
     if missing_files:
         return f"{missing_files} live file(s) are missing"

@@ -167,6 +167,11 @@ def test_dag_run_publishes_what_the_cli_publishes(
         ("render", -1): ("skipped", 0)}, states
     for task_id in ("publish", "notify", "gc", "finish"):
         assert states[(task_id, -1)] == ("success", 1), states
+    # The inventory's rows and the options are the live generation's (pipeline.unchanged):
+    # begin says so, load reads nothing and the work tasks are mapped over nothing.
+    assert states[("load", -1)] == ("success", 1), states
+    for task_id in ("diff", "diff_counts", "plan_slices", "plan", "plan_counts"):
+        assert states[(task_id, -1)][0] == "skipped", (task_id, states)
     assert env.query("SELECT count(*) FROM asset_event") == [(1,)]
     assert read_output(s3_bucket.url("dag/"), max_urls=MAX_URLS).manifest["generation"] == \
         dm["generation"]

@@ -69,15 +69,30 @@ def test_an_inventory_with_news_is_never_unchanged(tmp_path: Path) -> None:
 
 
 def test_why_not_skipped() -> None:
-    live = {unchanged.IDENTITY_KEY: "abc", "counts": {"lastmod_clamped": 0}}
-    assert unchanged.why_not_skipped(live, "abc", force=False, missing_files=0) is None
-    assert unchanged.why_not_skipped(live, "abc", force=True, missing_files=0) == "--force"
-    assert unchanged.why_not_skipped(None, "abc", force=False, missing_files=0)
-    assert unchanged.why_not_skipped(live, None, force=False, missing_files=0)
-    assert unchanged.why_not_skipped(live, "abd", force=False, missing_files=0)
-    assert unchanged.why_not_skipped(live, "abc", force=False, missing_files=2)
+    live: dict = {"generation": "g1", "counts": {"lastmod_clamped": 0}}
+
+    def why(live_id: str | None, ident: str | None, m: dict | None = live, force: bool = False,
+            missing: int = 0) -> str | None:
+        return unchanged.why_not_skipped(m, live_id, ident, force=force,  # type: ignore[arg-type]
+                                         missing_files=missing)
+
+    assert why("abc", "abc") is None
+    assert why("abc", "abc", force=True) == "--force"
+    assert why("abc", "abc", m=None)
+    assert why("abc", None)  # news, or rows that need cleaning
+    assert why("abc", "abd")
+    assert why(None, "abc")  # nothing recorded for the live generation
+    assert why("abc", "abc", missing=2)
     clamped = {**live, "counts": {"lastmod_clamped": 3}}
-    assert "clamped" in (unchanged.why_not_skipped(clamped, "abc", force=False, missing_files=0)
-                         or "")
-    # a manifest of an earlier version, without an identity, is never taken as unchanged
-    assert unchanged.why_not_skipped({"counts": {}}, "abc", force=False, missing_files=0)
+    assert "clamped" in (why("abc", "abc", m=clamped) or "")
+
+
+def test_the_record_applies_to_its_generation_only(tmp_path: Path) -> None:
+    state = str(tmp_path / "state")
+    assert unchanged.recorded(state, "g1") is None
+    unchanged.record(state, "g1", "abc")
+    assert unchanged.recorded(state, "g1") == "abc"
+    assert unchanged.recorded(state, "g2") is None  # a rollback or another run's publish
+    assert unchanged.recorded(state, None) is None
+    unchanged.record(state, "g2", None)  # no identity: the record stays as it was
+    assert unchanged.recorded(state, "g1") == "abc"

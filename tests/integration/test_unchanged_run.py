@@ -1,0 +1,83 @@
+"""A run over the live generation's own inventory and options stops after begin.
+
+The common nightly case: the inventory was not refreshed (or was re-exported with the
+same rows). No stage runs, no generation is made, the live files stay byte for byte."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from pipeline.run import RunOptions, run
+
+pytestmark = pytest.mark.integration
+SITE = "https://www.example.com/"
+T0 = datetime(2026, 12, 1, 3, tzinfo=UTC)
+
+
+def _write(path: Path, rows: list[tuple[str, datetime | None]]) -> str:
+    pq.write_table(pa.table({"url": [u for u, _ in rows],
+                             "lastmod": pa.array([t for _, t in rows], pa.timestamp("s", "UTC"))}),
+                   path)
+    return str(path)
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file() and "/leases/" not in str(p)}
+
+
+def _run(inv: str, out: Path, when: datetime, **kw: object) -> dict:
+    return run(RunOptions(inventory=inv, site_url=SITE, out=str(out), run_time=when,  # type: ignore[arg-type]
+                          feed_days=7, report=True, **kw))
+
+
+def test_the_same_rows_again_change_nothing(tmp_path: Path) -> None:
+    rows: list[tuple[str, datetime | None]] = [
+        (f"{SITE}{section}/{i:04d}", T0 - timedelta(days=i % 5) if i % 3 else None)
+        for section in ("a", "b") for i in range(300)]
+    inv, out = _write(tmp_path / "inv.parquet", rows), tmp_path / "out"
+    first = _run(inv, out, T0)
+    assert first["published"] and not first.get("unchanged")
+    live = _files(out)
+    assert (out / "_state" / "input-identity.json").exists()
+
+    # the next night: the same file, then the same rows re-exported in another order
+    again = _run(inv, out, T0 + timedelta(days=1))
+    assert again["unchanged"] and not again["published"]
+    assert again["generation"] == first["generation"]
+    assert again["counts"]["published"] == first["counts"]["published"] == 600
+    assert set(again["stage_seconds"]) <= {"notify"}  # no stage ran before notify
+    _write(tmp_path / "inv.parquet", rows[::-1])
+    reordered = _run(inv, out, T0 + timedelta(days=2))
+    assert reordered["unchanged"]
+    assert _files(out) == live  # not one byte written, not even the feed or the report
+
+    # one changed lastmod is a new generation, which rewrites that URL's shard only
+    rows[7] = (rows[7][0], T0 + timedelta(hours=1))
+    _write(tmp_path / "inv.parquet", rows)
+    changed = _run(inv, out, T0 + timedelta(days=3))
+    assert changed["published"] and not changed.get("unchanged")
+    assert changed["counts"]["changed"] == 1 and changed["counts"]["shards_written"] == 1
+    # and --force, or other options, always do the work
+    forced = _run(inv, out, T0 + timedelta(days=4), force=True)
+    assert not forced["unchanged"] and forced["stage_seconds"]["load"] > 0
+    assert forced["counts"]["shards_written"] == forced["counts"]["sitemaps"]  # all rewritten
+    other = _run(inv, out, T0 + timedelta(days=5), section_depth=2)
+    assert not other["unchanged"] and "load" in other["stage_seconds"]
+
+
+def test_a_clamped_future_lastmod_is_never_unchanged(tmp_path: Path) -> None:
+    rows: list[tuple[str, datetime | None]] = [(f"{SITE}a/{i}", T0) for i in range(20)]
+    rows.append((f"{SITE}a/future", T0 + timedelta(days=30)))
+    inv, out = _write(tmp_path / "inv.parquet", rows), tmp_path / "out"
+    first = _run(inv, out, T0)
+    assert first["counts"]["lastmod_clamped"] == 1
+    # a day later the clamped lastmod is a day later: the run must do the work
+    again = _run(inv, out, T0 + timedelta(days=1))
+    assert not again.get("unchanged") and again["published"]
+    assert again["counts"]["shards_written"] == 1
