@@ -136,6 +136,10 @@ class RunOptions:
         "{default}; rows the indexability gate leaves out do not count)", minimum=0, maximum=1)
     force: bool = option(False, "rewrite every shard file (a full rewrite)", site_key="",
                          param=True)
+    rebuild: bool = option(
+        False, "do the work even when the inventory's rows and the options are the live "
+        "generation's (such a run otherwise stops after begin: nothing could change)",
+        site_key="")
     lease_seconds: float = option(
         0.0, "hold a lease on --out for this long (default 0: none; the conditional commit "
         "still refuses a run that lost a race, a lease only saves the loser's work)",

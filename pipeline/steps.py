@@ -119,7 +119,7 @@ def begin(opts: RunOptions) -> RunContext:
     log.info("begin: generation %s, live generation %s", generation, live.generation or "none")
     if ctx.unchanged:
         log.info("begin: the inventory's rows and the options are those of the live generation "
-                 "%s: nothing to do (--force does the work anyway)", live.generation)
+                 "%s: nothing to do (--rebuild does the work anyway)", live.generation)
     elif skip_reason and live.manifest:
         log.info("begin: the work is done: %s", skip_reason)
     return ctx
@@ -140,7 +140,7 @@ def _input_identity(opts: RunOptions, site: Site, public: str, live: Manifest | 
         "format": opts.format, "max_reject_share": opts.max_reject_share})
     live_identity = unchanged.recorded(opts.state_uri, live["generation"]) if live else None
     return identity, unchanged.why_not_skipped(live, live_identity, identity, force=opts.force,
-                                              missing_files=missing)
+                                              missing_files=missing, rebuild=opts.rebuild)
 
 
 def live_keys(ctx: RunContext) -> set[str]:

@@ -19,7 +19,7 @@ generation, and the record no longer applies.
 A run is unchanged only when nothing live depends on the clock as well: no news (an
 article leaves the news sitemaps two days after its publication, and one dated ahead
 comes in later) and no lastmod clamped to the run's time (a future lastmod that comes
-true later). `--force` never skips.
+true later). `--force` and `--rebuild` never skip.
 """
 
 from __future__ import annotations
@@ -105,11 +105,13 @@ def recorded(state_uri: str, generation: str | None) -> str | None:
 
 
 def why_not_skipped(live: Manifest | None, live_identity: str | None, identity: str | None, *,
-                    force: bool, missing_files: int) -> str | None:
+                    force: bool, missing_files: int, rebuild: bool = False) -> str | None:
     """Why this run must do the work; None when it can stop (the input is unchanged).
     `live_identity`: the identity recorded for the live generation (`recorded`)."""
     if force:
         return "--force"
+    if rebuild:
+        return "--rebuild"
     if live is None:
         return "no live generation"
     if identity is None:

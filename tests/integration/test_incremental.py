@@ -69,10 +69,12 @@ def test_runs_in_a_row(site: Site, tmp_path: Path) -> None:
     assert set(out1.lastmods.values()) == {"2026-12-01T03:00:00Z"}  # first seen
     assert len(out1.files) == 5 + 1  # product 95/20 -> 5, blog 15 -> 1
 
-    # 2. Same inventory: nothing written, same generation stays live.
+    # 2. Same inventory: nothing written, same generation stays live; the work done anyway
+    # (--rebuild; without, the run stops after begin: pipeline.unchanged) changes nothing.
     before = mtimes(root)
     manifest_before = (root / "manifest.json").read_bytes()
-    second = site.publish(T0 + timedelta(days=1))
+    second = site.publish(T0 + timedelta(days=1), rebuild=True)
+    assert not second["unchanged"] and "diff" in second["stage_seconds"]
     assert second["published"] is False and second["counts"]["shards_written"] == 0
     assert mtimes(root) == before
     assert (root / "manifest.json").read_bytes() == manifest_before

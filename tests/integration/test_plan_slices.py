@@ -81,7 +81,11 @@ def test_sliced_plan_is_stable_across_runs(inventory: Path, tmp_path: Path) -> N
     out = tmp_path / "out"
     run(_opts(inventory, out, plan_slice_rows=SLICE))
     first = read_output(str(out), max_urls=LIMITS.max_urls)
-    again = run(_opts(inventory, out, T0 + timedelta(days=1), plan_slice_rows=SLICE))
+    # --rebuild: the same rows planned again (not skipped as unchanged): the plan's own
+    # output plans to the same plan, a fixed point
+    again = run(_opts(inventory, out, T0 + timedelta(days=1), plan_slice_rows=SLICE,
+                      rebuild=True))
+    assert not again["unchanged"] and again["stage_seconds"]["plan"] > 0
     assert again["counts"]["shards_written"] == 0
     assert again["counts"]["bytes_written"] == 0
     assert set(read_output(str(out), max_urls=LIMITS.max_urls).files) == set(first.files)
@@ -286,7 +290,8 @@ def test_slices_in_reverse_order_plan_what_one_after_the_other_plans(
     _check_numbers(rev)
 
     # The snapshot holds the final numbers: the same inventory again writes nothing.
-    again = run(_opts(inv2, rev, T0 + timedelta(days=2), plan_slice_rows=SLICE))
+    again = run(_opts(inv2, rev, T0 + timedelta(days=2), plan_slice_rows=SLICE, rebuild=True))
+    assert not again["unchanged"]
     assert again["counts"]["shards_written"] == 0 and again["counts"]["bytes_written"] == 0
     assert again["counts"]["unchanged"] == c["added"] + c["changed"] + c["unchanged"]
 

@@ -130,8 +130,9 @@ def test_sliced_plan_with_work_files_on_s3(s3_bucket: Any, tmp_path: Path,
     assert all(uri.startswith("s3://") for files in split[0] for uri in files)
     result = read_output(out, max_urls=50)
     assert len(result.locs) == 420
-    again = run(opts(inv, out, run_time=T0 + timedelta(days=1), **kw))
+    again = run(opts(inv, out, run_time=T0 + timedelta(days=1), rebuild=True, **kw))
     assert again["counts"]["unchanged"] == 420 and again["counts"]["shards_written"] == 0
+    assert len(split) == 2  # the rebuild planned again, from its own split
 
 
 def _live(out: str) -> tuple[str, dict[str, Any]]:
