@@ -60,19 +60,38 @@ def _compressor() -> object:
 
 
 class _GzipSink:
-    """Compresses into a storage object, counting and hashing as it goes."""
+    """Compresses one file into a storage object, counting and hashing as it goes.
 
-    def __init__(self, out: storage.Storage, key: str) -> None:
+    The compressor gets the same calls whatever pieces render writes the body in: the
+    header, the whole body, the footer. ISA-L's output for the same bytes cut into other
+    calls differs, and render's pieces follow the planned part's row groups and the batch
+    being rendered, so a file's gzip bytes (its sha256 and size in the manifest) would
+    otherwise depend on how render was cut, not only on its content.
+    """
+
+    def __init__(self, out: storage.Storage, key: str, header: bytes = b"") -> None:
         self._cm = out.open_write(key, cache_control=storage.CACHE_IMMUTABLE)
         self._f = self._cm.__enter__()
         self._z = _compressor()
         self.raw = 0
         self.gz = 0
         self._sha = hashlib.sha256()
+        #: The body so far: its one piece as given (the usual case, never copied), or a copy
+        #: of its pieces once there are two (at most the file's size, --max-bytes-per-sitemap).
+        self._body: memoryview | bytearray | None = None
+        self.raw += len(header)
+        self._emit(self._z.compress(header))  # type: ignore[attr-defined]
 
     def write(self, data: bytes | memoryview | pa.Buffer) -> None:
-        self.raw += len(data)
-        self._emit(self._z.compress(data))  # type: ignore[attr-defined]
+        """A piece of the body; compressed whole at close."""
+        view = memoryview(data).cast("B")
+        self.raw += len(view)
+        if self._body is None:
+            self._body = view
+        else:
+            if isinstance(self._body, memoryview):
+                self._body = bytearray(self._body)
+            self._body += view
 
     def _emit(self, chunk: bytes) -> None:
         if chunk:
@@ -80,12 +99,18 @@ class _GzipSink:
             self._sha.update(chunk)
             self._f.write(chunk)
 
-    def close(self) -> str:
+    def close(self, footer: bytes = b"") -> str:
+        if self._body is not None:
+            self._emit(self._z.compress(self._body))  # type: ignore[attr-defined]
+            self._body = None
+        self.raw += len(footer)
+        self._emit(self._z.compress(footer))  # type: ignore[attr-defined]
         self._emit(self._z.flush())  # type: ignore[attr-defined]
         self._cm.__exit__(None, None, None)
         return self._sha.hexdigest()
 
     def abort(self, exc: BaseException) -> None:
+        self._body = None
         self._cm.__exit__(type(exc), exc, exc.__traceback__)
 
 
@@ -227,8 +252,7 @@ def _write_part(con: duckdb.DuckDBPyConnection, pf: pq.ParquetFile, in_part: lis
                     break  # the shard starts in a later row group
                 if sink is None:
                     _check_section(table, lo, shard)
-                    sink = _GzipSink(out, shard.key)
-                    sink.write(shard.header.encode())
+                    sink = _GzipSink(out, shard.key, shard.header.encode())
                     written_rows = 0
                 if lo < hi:
                     for buf in _body_chunks(lines.slice(lo, hi - lo)):
@@ -237,8 +261,7 @@ def _write_part(con: duckdb.DuckDBPyConnection, pf: pq.ParquetFile, in_part: lis
                 if end - base > table.num_rows:
                     break  # the shard goes on in the next row group
                 _check_section(table, hi - 1, shard)
-                sink.write(shard.footer.encode())
-                sha = sink.close()
+                sha = sink.close(shard.footer.encode())
                 done, sink = sink, None
                 if done.raw != shard.bytes or written_rows != shard.urls:
                     # plan and render disagree: never publish such a file

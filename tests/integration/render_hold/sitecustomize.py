@@ -3,7 +3,7 @@
 The cluster's processes get this folder on PYTHONPATH, so Python imports this module at start.
 When ``SITEMAPS_TEST_HOLD_DIR`` is set and the file ``hold`` exists in it, a render that
 writes under an output URI containing ``SITEMAPS_TEST_HOLD_OUT`` stops in the middle of its
-first shard (its gzip object open, its upload begun), writes ``started`` (the worker's name)
+first shard (its gzip object open, its header written), writes ``started`` (the worker's name)
 and waits until ``hold`` is removed. The test kills the worker named in ``started`` while it
 waits: the kill lands mid-render, every time, instead of racing a render that takes a second.
 Nothing else changes: the real task, on the real worker, against the real S3 server.
@@ -25,8 +25,8 @@ def _patch(render: object) -> None:
     sink = render._GzipSink  # type: ignore[attr-defined]
     init, write = sink.__init__, sink.write
 
-    def patched_init(self, out, key):  # type: ignore[no-untyped-def]
-        init(self, out, key)
+    def patched_init(self, out, key, *args, **kwargs):  # type: ignore[no-untyped-def]
+        init(self, out, key, *args, **kwargs)
         self._hold_uri = out.uri(key)
 
     def patched_write(self, data):  # type: ignore[no-untyped-def]
