@@ -19,7 +19,9 @@ import pytest
 
 from pipeline.config import Limits
 from pipeline.demo import make_inventory
+from pipeline.errors import ShrinkRefused
 from pipeline.run import RunOptions, run
+from pipeline.status import status
 from tests.dags.airflow_env import (
     CONN_ID,
     AirflowEnv,
@@ -245,3 +247,68 @@ def test_dry_run_plans_and_publishes_nothing(
     assert "dry run: would publish" in out and "nothing rendered or published" in out
     assert keys(s3_bucket, "out/") == []  # no sitemap, no manifest, and the work files removed
     assert env.query("SELECT count(*) FROM asset_event") == [(0,)]
+
+
+def test_params_force_and_allow_shrink(
+        tmp_path: Path, airflow_db: Path, s3_bucket: S3Bucket) -> None:
+    """The manual-run params reach the run: `force` rewrites every shard file, so it repairs
+    a shard damaged in place that an ordinary run reuses; `allow_shrink` publishes a
+    generation that the shrink guard refuses without it (exit 4 in the CLI)."""
+    inventory = make_inventory(tmp_path / "inventory.parquet", URLS, site=SITE)
+    s3_bucket.client.upload_file(str(inventory), s3_bucket.name, "inventory/inv.parquet")
+    env = airflow_for(tmp_path, airflow_db, s3_bucket,
+                      site_block("params", s3_bucket, "inventory/inv.parquet", "out/"))
+    out = s3_bucket.url("out/")
+
+    def cli_run(inventory_key: str) -> dict:  # the CLI with the site's settings
+        return run(RunOptions(inventory=s3_bucket.url(inventory_key), site_url=SITE, out=out,
+                              public_url=PUBLIC, limits=Limits(max_urls=MAX_URLS),
+                              run_time=RUN_TIME - timedelta(days=1)))
+
+    # The live generation, published the day before; then one of its shards is damaged in
+    # place, its size unchanged: only `status --deep` (the sha256) sees it, and a run
+    # reuses it, since its key says its content is unchanged.
+    first = cli_run("inventory/inv.parquet")
+    assert first["published"]
+    first_manifest = read_output(out, max_urls=MAX_URLS).manifest
+    damaged = first_manifest["sitemaps"][len(first_manifest["sitemaps"]) // 2]
+    key = f"out/{damaged['key']}"
+    body = bytearray(s3_bucket.client.get_object(Bucket=s3_bucket.name, Key=key)["Body"].read())
+    body[len(body) // 2] ^= 0xFF
+    s3_bucket.client.put_object(Bucket=s3_bucket.name, Key=key, Body=bytes(body))
+    assert status(out, deep=True)["corrupt_files"] == [damaged["key"]]
+    shard_keys = [s["key"] for s in first_manifest["sitemaps"]]
+    before = {k: s3_bucket.client.head_object(Bucket=s3_bucket.name, Key=f"out/{k}")[
+        "LastModified"] for k in shard_keys}
+
+    time.sleep(1.1)  # S3's LastModified has whole seconds
+    rc, log, _ = dags_test(env, "sitemaps_params", "--conf", '{"force": true}')
+    assert rc == 0, tail(log)
+    states = env.task_states("sitemaps_params")
+    renders = {k: v for k, v in states.items() if k[0] == "render"}
+    assert len(renders) >= 3 and set(renders.values()) == {("success", 1)}, states
+    # Every shard file written again (the damaged one with its right bytes); nothing else
+    # changed, so the generation stays live: a forced run is a full rewrite, not a new
+    # generation.
+    for k in shard_keys:
+        head = s3_bucket.client.head_object(Bucket=s3_bucket.name, Key=f"out/{k}")
+        assert head["LastModified"] > before[k], k
+    check = status(out, deep=True)
+    assert check["ok"] and check["corrupt_files"] == [], check
+    assert check["live"] == first["generation"]
+
+    # A smaller inventory (its first 60% of rows): 40% fewer URLs is refused by the shrink
+    # guard, the live generation stays ...
+    smaller = make_inventory(tmp_path / "smaller.parquet", URLS * 6 // 10, site=SITE)
+    s3_bucket.client.upload_file(str(smaller), s3_bucket.name, "inventory/inv.parquet")
+    with pytest.raises(ShrinkRefused):
+        cli_run("inventory/inv.parquet")
+    assert status(out)["live"] == first["generation"]
+    # ... and published by a DAG run with the param `allow_shrink`.
+    rc, log, _ = dags_test(env, "sitemaps_params", "--conf", '{"allow_shrink": true}')
+    assert rc == 0, tail(log)
+    assert env.task_states("sitemaps_params")[("publish", -1)] == ("success", 1)
+    live = read_output(out, max_urls=MAX_URLS).manifest
+    assert live["previous"] == first["generation"] != live["generation"]
+    assert live["counts"]["input_rows"] == URLS * 6 // 10
+    assert live["counts"]["published"] < first["counts"]["published"] * 0.9
