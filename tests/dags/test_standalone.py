@@ -1,5 +1,8 @@
 """Smoke test: `airflow standalone` on a free port runs a site's DAG end to end, and shows
 each run's report as a tab of the DAG run (headless Chromium: log in, open the run and the tab).
+On the same stack, a second site's run fails for a real reason (its inventory is not there
+yet); once the inventory is written, clearing the failed task through the REST API resumes
+that run, which publishes what the CLI publishes for the same inventory and run time.
 
 The same launcher as the local stack (infra/local/stack.py): health endpoint, token for the
 generated admin password, the DAG listed by the REST API, unpaused, then triggered the way the
@@ -25,8 +28,10 @@ from typing import Any
 import pytest
 
 from pipeline.demo import make_inventory
+from pipeline.run import RunOptions, run
 from tests.dags import report_tab
 from tests.dags.airflow_env import ROOT, free_port, requires_airflow
+from tests.output_check import read_output
 from tests.s3_fixtures import S3Bucket
 
 pytestmark = [*requires_airflow, pytest.mark.integration, pytest.mark.browser]
@@ -34,6 +39,9 @@ pytestmark = [*requires_airflow, pytest.mark.integration, pytest.mark.browser]
 PARALLELISM = 2
 
 DAG_ID = "sitemaps_smoke"
+#: The site whose run fails (no inventory yet) and is resumed by clearing the failed task.
+RESUME_DAG_ID = "sitemaps_resume"
+LATE_INVENTORY = "inventory/late.parquet"
 URLS = 2_000
 RUN_TIMEOUT = 240
 
@@ -103,6 +111,12 @@ site_url = "https://www.example.com/"
 inventory = "{s3_bucket.url('inventory/inv.parquet')}"
 out = "{s3_bucket.url('out/')}"
 aws_conn_id = "{stack.CONN_ID}"
+
+[sites.resume]
+site_url = "https://www.example.com/"
+inventory = "{s3_bucket.url(LATE_INVENTORY)}"
+out = "{s3_bucket.url('resume/')}"
+aws_conn_id = "{stack.CONN_ID}"
 """)
     home = tmp_path / "airflow"
     home.mkdir()
@@ -140,6 +154,8 @@ aws_conn_id = "{stack.CONN_ID}"
         # What `stack.sh up --trigger` does: unpause, and exactly one run (unpausing makes
         # the latest cron tick's run; another trigger would queue a second behind it).
         first_run = stack.trigger_demo(airflow, DAG_ID)
+        # The other site's run starts now too: its load fails, there is no inventory yet.
+        resume_run = stack.trigger_demo(airflow, RESUME_DAG_ID)
 
         # What the upstream inventory job does when it has written a new inventory.
         assets = airflow.call("GET", "/api/v2/assets?uri_pattern=inventory", token=token)
@@ -210,9 +226,97 @@ aws_conn_id = "{stack.CONN_ID}"
             assert re.search(rf"{label}\s+{value:,}\b", text), (label, value, text[:1500])
         assert "Freshness by section" in text and "Trend over the kept generations" in text
         assert shot.stat().st_size > 30_000  # the page with its charts, not a blank one
+
+        _resume_by_clearing_the_failed_task(airflow, token, resume_run, s3_bucket, tmp_path,
+                                            home)
+        timings["resumed"] = time.monotonic() - t0
     finally:
         t = time.monotonic()
         airflow.stop(timeout=20)
         timings["stop"] = time.monotonic() - t
         print("standalone timings (s):", {k: round(v, 1) for k, v in timings.items()})
     assert airflow.pid is None
+
+
+def _run_of(airflow: Any, token: str, dag_id: str, run_id: str) -> dict[str, Any]:
+    return dict(airflow.call("GET", f"/api/v2/dags/{dag_id}/dagRuns/{run_id}", token=token))
+
+
+def _tries(airflow: Any, token: str, dag_id: str, run_id: str) -> dict[str, tuple[str, int]]:
+    """task_id -> (state, try_number) of the run's unmapped task instances (the mapped
+    ones: of their first map index)."""
+    tis = airflow.call("GET", f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances"
+                              "?limit=100", token=token)["task_instances"]
+    return {ti["task_id"]: (ti["state"], ti["try_number"])
+            for ti in sorted(tis, key=lambda t: -t["map_index"])}
+
+
+def _resume_by_clearing_the_failed_task(airflow: Any, token: str, run_id: str,
+                                        s3_bucket: S3Bucket, tmp_path: Path, home: Path) -> None:
+    """The run failed at load, on its first try (an inventory that matches no object is an
+    error to fix, not to retry); its work files are kept. Write the inventory, clear load
+    and what follows it (as the UI's Clear does, downstream included): the same run goes
+    on from begin's context (its run time and generation), and publishes."""
+    def finished() -> dict[str, Any] | None:
+        r = _run_of(airflow, token, RESUME_DAG_ID, run_id)
+        return r if r["state"] in ("success", "failed") else None
+
+    failed = _wait("the resume site's run to fail", RUN_TIMEOUT, finished, 3)
+    tries = _tries(airflow, token, RESUME_DAG_ID, run_id)
+    assert failed["state"] == "failed", (failed, tries)
+    assert tries["begin"] == ("success", 1) and tries["load"] == ("failed", 1), tries
+    assert tries["publish"][0] == tries["finish"][0] == "upstream_failed", tries
+    def keys(prefix: str) -> list[str]:
+        listed = s3_bucket.client.list_objects_v2(Bucket=s3_bucket.name, Prefix=prefix)
+        return [o["Key"] for o in listed.get("Contents", [])]
+
+    # Nothing published; begin's work files kept for the resumed run (live_keys.json).
+    assert [k for k in keys("resume/") if not k.startswith("resume/_state/runs/")] == []
+    assert any(k.endswith("/live_keys.json") for k in keys("resume/_state/runs/"))
+
+    inventory = make_inventory(tmp_path / "late.parquet", URLS)
+    s3_bucket.client.upload_file(str(inventory), s3_bucket.name, LATE_INVENTORY)
+    body = {"dry_run": False, "dag_run_id": run_id, "task_ids": ["load"],
+            "include_downstream": True, "only_failed": False}
+    for attempt in range(6):  # SQLite may answer "database is locked" (HTTP 500)
+        try:
+            cleared = airflow.call("POST", f"/api/v2/dags/{RESUME_DAG_ID}/clearTaskInstances",
+                                   body, token=token)["task_instances"]
+            break
+        except stack.StackError as exc:
+            if "HTTP 500" not in str(exc) or attempt == 5:
+                raise
+            if _tries(airflow, token, RESUME_DAG_ID, run_id)["load"][0] != "failed":
+                cleared = None  # it was cleared; only the answer failed
+                break
+            time.sleep(2)
+    if cleared is not None:
+        assert "begin" not in {ti["task_id"] for ti in cleared}
+        assert {"load", "diff", "plan", "render", "publish", "finish"} <= {
+            ti["task_id"] for ti in cleared}
+
+    resumed = _wait("the cleared run to finish", RUN_TIMEOUT, finished, 3)
+    tries = _tries(airflow, token, RESUME_DAG_ID, run_id)
+    assert resumed["state"] == "success", (resumed, tries, _task_logs(home))
+    assert tries["begin"] == ("success", 1), tries  # not run again: its context goes on
+    assert tries["load"] == ("success", 2), tries
+    assert tries["publish"][0] == tries["finish"][0] == "success", tries
+
+    # Stamped with the run time begin chose when the run first started, not the cleared
+    # run's new start; and exactly what the CLI publishes for that inventory and time.
+    live = read_output(s3_bucket.url("resume/")).manifest
+    first_start = datetime.fromisoformat(failed["start_date"].replace("Z", "+00:00"))
+    assert live["created"] == first_start.strftime("%Y-%m-%dT%H:%M:%SZ"), (live["created"],
+                                                                              failed)
+    assert resumed["start_date"] != failed["start_date"]
+    run(RunOptions(inventory=s3_bucket.url(LATE_INVENTORY), site_url="https://www.example.com/",
+                   out=s3_bucket.url("cli-resume/"),
+                   run_time=datetime.fromisoformat(live["created"].replace("Z", "+00:00"))))
+    cli = read_output(s3_bucket.url("cli-resume/")).manifest
+
+    def files(m: dict[str, Any]) -> list[tuple[Any, ...]]:
+        return sorted((s["key"], s["urls"], s["sha256"], s["lastmod"]) for s in m["sitemaps"])
+
+    assert files(live) == files(cli) and live["counts"] == cli["counts"]
+    # The resumed run's finish removed its work files.
+    assert keys("resume/_state/runs/") == []
