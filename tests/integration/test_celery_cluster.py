@@ -199,9 +199,40 @@ def _assert_same_as_cli(dag_run: dict[str, Any], dag_out: str, cli_out: str) -> 
     def files(m: dict[str, Any]) -> list[tuple[Any, ...]]:
         return sorted((s["key"], s["urls"], s["sha256"], s["lastmod"]) for s in m["sitemaps"])
 
+    # The run time the DAG stamped (begin's, from the run's start) is the CLI's.
+    assert dag.manifest["created"] == cli.manifest["created"], run_time
     assert dag.manifest["counts"] == cli.manifest["counts"]
     differ = sorted((u, lm, cli.lastmods.get(u)) for u, lm in dag.lastmods.items()
                     if cli.lastmods.get(u) != lm)
     assert not differ and dag.lastmods == cli.lastmods, (len(differ), differ[:5], run_time)
-    assert files(dag.manifest) == files(cli.manifest)
+    assert files(dag.manifest) == files(cli.manifest), _file_differences(dag, cli, dag_out,
+                                                                         cli_out)
     assert len(dag.manifest["sitemaps"]) >= URLS // MAX_URLS
+
+
+def _file_differences(dag: Any, cli: Any, dag_out: str, cli_out: str) -> str:
+    """What differs between the files of the two outputs: which entries, and whether their
+    URLs or their uncompressed bytes differ (a diagnosis, printed when they do)."""
+    import gzip
+
+    from pipeline import storage
+
+    d = {s["key"]: s for s in dag.manifest["sitemaps"]}
+    c = {s["key"]: s for s in cli.manifest["sitemaps"]}
+    lines = []
+    for key in sorted(set(d) ^ set(c) | {k for k in set(d) & set(c) if d[k] != c[k]}):
+        lines.append(f"{key}: dag {d.get(key)}, cli {c.get(key)}")
+    by_locs = {tuple(v): k for k, v in cli.files.items()}
+    for key, locs in dag.files.items():
+        other = by_locs.get(tuple(locs))
+        if other is None:
+            lines.append(f"{key}: no CLI file has its URLs")
+            continue
+        if other != key or d[key]["sha256"] != c[other]["sha256"]:
+            a = gzip.decompress(storage.open_storage(f"s3://{BUCKET}/{dag_out}").read_bytes(key))
+            b = gzip.decompress(storage.open_storage(f"s3://{BUCKET}/{cli_out}").read_bytes(other))
+            diff = [(x, y) for x, y in zip(a.split(b"\n"), b.split(b"\n"), strict=False)
+                    if x != y]
+            lines.append(f"{key} vs {other}: same URLs, uncompressed bytes "
+                         f"{'equal' if a == b else f'differ: {diff[:3]}'}")
+    return "\n".join(lines)
