@@ -112,7 +112,7 @@ def test_slices_never_cut_a_kept_shard(inventory: Path, tmp_path: Path) -> None:
               read_output(str(out), max_urls=LIMITS.max_urls).manifest["sitemaps"]}
     # The same inventory again: a fixed point, every shard reused without reading its rows.
     info, _, shards = _plan_only(_opts(inventory, out, T0 + timedelta(days=1),
-                                       plan_slice_rows=SLICE))
+                                       plan_slice_rows=SLICE, rebuild=True))
     assert info.to_render == 0 and info.split == 0 and info.merged == 0
     assert {(s.section, s.shard) for s in shards} == before
     assert all(s.reused for s in shards)
