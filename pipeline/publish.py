@@ -196,11 +196,16 @@ def check_shrink(live: LiveState, published: int, threshold: float, allow_shrink
 
 
 def same_content(live: LiveState, sitemaps: list[SitemapEntry], n_indexes: int) -> bool:
-    """True when the live generation already publishes exactly these files."""
+    """True when the live generation already publishes exactly these files. A shard written
+    again under its key with other stored bytes (another gzip level or ISA-L version, a
+    --force) is a change: the manifest must record the bytes now served."""
     if live.manifest is None:
         return False
-    old = [(s["key"], s["lastmod"]) for s in live.manifest["sitemaps"]]
-    return old == [(s["key"], s["lastmod"]) for s in sitemaps] and \
+
+    def files(entries: list[SitemapEntry]) -> list[tuple[Any, ...]]:
+        return [(s["key"], s["lastmod"], s["sha256"], s["gzip_bytes"]) for s in entries]
+
+    return files(live.manifest["sitemaps"]) == files(sitemaps) and \
         len(live.manifest["indexes"]) == n_indexes
 
 

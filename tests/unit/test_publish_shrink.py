@@ -47,3 +47,20 @@ def test_the_threshold_is_the_share_refused() -> None:
         check_shrink(live(1000), 499, 0.50, allow_shrink=False)
     with pytest.raises(ShrinkRefused):
         check_shrink(live(1000), 999, 0.0, allow_shrink=False)
+
+
+def test_same_content_compares_the_stored_bytes_too() -> None:
+    """A shard written again under its key with other gzip bytes is a change: the manifest
+    must record what is served (else `status --deep` finds a wrong sha256)."""
+    from pipeline.publish import same_content
+
+    entry = {"key": "sitemaps/a-00000-x.xml.gz", "lastmod": "2026-12-01T03:00:00Z",
+             "sha256": "s1", "gzip_bytes": 100, "url": "u", "section": "a", "shard": 0,
+             "urls": 1, "bytes": 200}
+    state = LiveState({"generation": "g", "sitemaps": [entry], "indexes": [{}]},  # type: ignore[typeddict-item]
+                      '"etag"')
+    assert same_content(state, [dict(entry)], 1)  # type: ignore[list-item]
+    assert not same_content(state, [{**entry, "sha256": "s2", "gzip_bytes": 101}], 1)  # type: ignore[list-item]
+    assert not same_content(state, [{**entry, "lastmod": "2026-12-02T03:00:00Z"}], 1)  # type: ignore[list-item]
+    assert not same_content(state, [dict(entry)], 2)  # type: ignore[list-item]
+    assert not same_content(LiveState(None, None), [dict(entry)], 1)  # type: ignore[list-item]
