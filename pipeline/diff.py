@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -31,6 +30,7 @@ from pipeline.errors import ConfigError
 from pipeline.extensions import NEWS_MAX_AGE_DAYS, NEWS_SECTION
 from pipeline.layout import CHANGES_FOLDER, DIFFED_FOLDER, part_key
 from pipeline.load import ValidRows, register_parquet, register_valid, write_parquet
+from pipeline.settings import environment
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +38,7 @@ log = logging.getLogger(__name__)
 #: 0: from the memory limit, partitions_for): a run diffs ceil(valid rows / this) hash
 #: partitions, each one join of about this many rows against its share of the snapshot.
 #: The DAG maps the partitions over workers; the CLI runs them one after the other.
-DIFF_PARTITION_ROWS = int(os.environ.get("SITEMAPS_DIFF_PARTITION_ROWS") or 0)
+DIFF_PARTITION_ROWS = environment().diff_partition_rows
 #: Bytes DuckDB's hash table takes per snapshot row of the diff join (two 64-bit URL hashes,
 #: section, shard, fingerprint, three timestamps; measured: 10M rows spill 7 GB under a 1 GB
 #: limit, 5M rows fit), with room to spare.

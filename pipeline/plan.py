@@ -72,6 +72,7 @@ from pipeline.layout import (
 from pipeline.limits import MAX_URLS_PER_NEWS_SITEMAP
 from pipeline.load import register_parquet, write_parquet
 from pipeline.parquet import read_table
+from pipeline.settings import environment
 from pipeline.sitemap_xml import FORMAT_VERSION, URLSET_FOOTER, urlset_header
 from pipeline.w3c import format_w3c
 
@@ -90,7 +91,7 @@ FORMATS = ("xml", "txt")
 #: sorted and written on its own, so plan's peak memory and DuckDB temp disk grow
 #: with this, not with the inventory. At about 250 bytes a row in DuckDB, 4M rows
 #: is about 1 GB per copy; an inventory that fits is planned in one pass as before.
-SLICE_ROWS = int(os.environ.get("SITEMAPS_PLAN_SLICE_ROWS") or 4_000_000)
+SLICE_ROWS = environment().plan_slice_rows
 #: Sampled URLs per slice when a new section is cut at sample quantiles.
 SAMPLES_PER_SLICE = 1_000
 #: From this many slices on, prepare splits the diffed rows by slice in one pass (one more

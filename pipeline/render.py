@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -26,11 +25,12 @@ from pipeline.errors import InternalError
 from pipeline.parquet import open_parquet
 from pipeline.plan import Shard
 from pipeline.progress import QUIET, Progress
+from pipeline.settings import environment
 
 log = logging.getLogger(__name__)
 
 #: ISA-L level 1: about 15x faster than zlib level 6, files about 15% larger.
-GZIP_LEVEL = int(os.environ.get("SITEMAPS_GZIP_LEVEL", "1"))
+GZIP_LEVEL = environment().gzip_level
 
 
 @dataclass

@@ -24,6 +24,7 @@ import smart_open
 
 from pipeline.errors import ConfigError, PublishConflict
 from pipeline.layout import PROBE_KEY
+from pipeline.settings import environment
 from pipeline.storage.base import ObjectInfo, Storage, StoredHeaders, content_type_for
 from pipeline.storage.s3_errors import (
     NO_CREDENTIALS,
@@ -88,8 +89,8 @@ def s3_client() -> Any:
     bounds connect and read times so an unreachable endpoint fails promptly.
     Clients are made once per distinct settings (making one costs ~50 ms).
     """
-    return _client(s3_settings(), int(os.environ.get("SITEMAPS_S3_ATTEMPTS", "5")),
-                   float(os.environ.get("SITEMAPS_S3_CONNECT_TIMEOUT", "5")),
+    return _client(s3_settings(), environment().s3_attempts,
+                   environment().s3_connect_timeout,
                    tuple(CLIENT_HOOKS))
 
 
