@@ -28,7 +28,7 @@ from pipeline.context import (
     RenderCounts,
     RunContext,
 )
-from pipeline.errors import InternalError, PublishConflict, TooManyRejects
+from pipeline.errors import InternalError, InventoryError, PublishConflict, TooManyRejects
 from pipeline.layout import LIVE_KEYS
 from pipeline.manifest import Manifest
 from pipeline.publish import (
@@ -134,7 +134,11 @@ def _input_identity(opts: RunOptions, site: Site, public: str, live: Manifest | 
 
     if opts.compare_snapshot or not opts.check_writable:
         return None, "a dry run"
-    identity = unchanged.input_identity(list_inventory_files(opts.inventory), {
+    try:
+        files = list_inventory_files(opts.inventory)
+    except InventoryError:  # load says what is wrong, as it does for a first run
+        return None, "the inventory cannot be listed"
+    identity = unchanged.input_identity(files, {
         "site_url": site.prefix, "public_url": public, "limits": asdict(opts.limits),
         "section_depth": opts.section_depth, "keep_deprecated_tags": opts.keep_deprecated_tags,
         "format": opts.format, "max_reject_share": opts.max_reject_share})
