@@ -64,8 +64,8 @@ def row_sums(files: Sequence[str]) -> tuple[int, int, int, list[str]] | None:
             con, "SELECT count(*) AS n, coalesce(sum(hash(t)::HUGEINT), 0) AS a, "
                  "coalesce(sum(hash('#', t)::HUGEINT), 0) AS b FROM inventory_rows t").values()
     except duckdb.Error as exc:
-        log.info("begin: the inventory's identity cannot be taken (%s); the run goes on",
-                 " ".join(str(exc).split())[:200])
+        # load reports the inventory's problem (or cleans the rows) in its own words
+        log.debug("begin: no identity of the inventory (%s)", " ".join(str(exc).split())[:200])
         return None
     finally:
         con.close()
