@@ -21,14 +21,8 @@ import pytest
 from pipeline import steps, storage
 from pipeline.config import Limits
 from pipeline.demo import make_inventory
-from pipeline.plan import (
-    PROVISIONAL_SHIFT,
-    SLICES_KEY,
-    Shard,
-    _cuts_by_sample,
-    _cuts_by_shards,
-    load_shards,
-)
+from pipeline.plan import PROVISIONAL_SHIFT, SLICES_KEY, Shard, load_shards
+from pipeline.plan.slices import _cuts_by_sample, _cuts_by_shards
 from pipeline.run import RunOptions, run
 from tests.output_check import read_output, state_file
 
@@ -355,7 +349,7 @@ def test_split_input_publishes_what_filtered_slices_do(inventory: Path, tmp_path
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     """Many slices read their rows from one split of the diffed rows (plan-input/) instead
     of each filtering every diffed row: the same files, first run and next run."""
-    from pipeline import plan
+    from pipeline.plan import slices as plan
 
     def two_runs(out: Path) -> dict[str, bytes]:
         run(_opts(inventory, out, plan_slice_rows=SLICE))

@@ -114,7 +114,7 @@ def test_sliced_plan_with_work_files_on_s3(s3_bucket: Any, tmp_path: Path,
                                           monkeypatch: pytest.MonkeyPatch) -> None:
     # Several planned parts on S3: render opens each, the snapshot is read from all; with
     # this many slices, prepare splits the diffed rows by slice (plan-input/ on S3).
-    from pipeline import plan
+    from pipeline.plan import slices as plan
 
     split: list[list[list[str]]] = []
     real = plan._split_by_slice

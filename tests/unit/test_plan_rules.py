@@ -10,7 +10,7 @@ from pipeline import plan
 from pipeline.config import Limits
 from pipeline.errors import ConfigError
 from pipeline.extensions import NEWS_SECTION
-from pipeline.plan import Slice
+from pipeline.plan import Group, Slice, packing, slices
 
 LIMITS = Limits(max_urls=100, max_bytes=100_000)
 BUDGET = LIMITS.body_budget
@@ -22,45 +22,45 @@ def _group(section: str, base: int | None, urls: int, body: int, max_line: int =
 
 
 def test_a_shard_within_limits_is_kept_as_it_is() -> None:
-    groups, split, merged = plan._groups([_group("a", 0, 60, 6_000)], LIMITS, first_run=False)
+    groups, split, merged = packing._groups([_group("a", 0, 60, 6_000)], LIMITS, first_run=False)
     assert (split, merged) == (0, 0)
-    assert [(g["base_shard"], g["repack"], g["fill_urls"], g["merged"]) for g in groups] == [
+    assert [(g.base_shard, g.repack, g.fill_urls, g.merged) for g in groups] == [
         (0, False, 1, False)]
 
 
 def test_a_shard_over_a_limit_is_split_to_three_quarters() -> None:
-    groups, split, _ = plan._groups([_group("a", 0, 101, 10_100, 100)], LIMITS, first_run=False)
+    groups, split, _ = packing._groups([_group("a", 0, 101, 10_100, 100)], LIMITS, first_run=False)
     assert split == 1
     g = groups[0]
-    assert g["repack"] and g["fill_urls"] == 75
-    assert g["fill_bytes"] == int(BUDGET * plan.SPLIT_FILL) - 100 + 1
+    assert g.repack and g.fill_urls == 75
+    assert g.fill_bytes == int(BUDGET * plan.SPLIT_FILL) - 100 + 1
     # too many bytes splits it as well, whatever the count
-    groups, split, _ = plan._groups([_group("a", 0, 10, BUDGET + 1)], LIMITS, first_run=False)
-    assert split == 1 and groups[0]["repack"]
+    groups, split, _ = packing._groups([_group("a", 0, 10, BUDGET + 1)], LIMITS, first_run=False)
+    assert split == 1 and groups[0].repack
 
 
 def test_a_new_section_or_a_first_run_is_packed_full() -> None:
-    groups, split, _ = plan._groups([_group("new", None, 500, 50_000, 120)], LIMITS,
+    groups, split, _ = packing._groups([_group("new", None, 500, 50_000, 120)], LIMITS,
                                     first_run=False)
     assert split == 0  # a new section is not a split
-    assert (groups[0]["fill_urls"], groups[0]["fill_bytes"]) == (100, BUDGET - 120 + 1)
-    groups, _, _ = plan._groups([_group("a", 0, 150, 15_000)], LIMITS, first_run=True)
-    assert groups[0]["fill_urls"] == 100
+    assert (groups[0].fill_urls, groups[0].fill_bytes) == (100, BUDGET - 120 + 1)
+    groups, _, _ = packing._groups([_group("a", 0, 150, 15_000)], LIMITS, first_run=True)
+    assert groups[0].fill_urls == 100
 
 
 def test_a_tiny_shard_merges_into_its_predecessor_when_both_fit() -> None:
     stats = [_group("a", 0, 50, 5_000), _group("a", 1, 5, 500), _group("a", 2, 9, 900)]
-    groups, _, merged = plan._groups(stats, LIMITS, first_run=False)
+    groups, _, merged = packing._groups(stats, LIMITS, first_run=False)
     assert merged == 2
     # the merged groups share the predecessor's group id, so they are written as one shard
-    assert [g["group_id"] for g in groups] == [0, 0, 0]
-    assert groups[0]["urls"] == 64 and groups[0]["body"] == 6_400
+    assert [g.group_id for g in groups] == [0, 0, 0]
+    assert groups[0].urls == 64 and groups[0].body == 6_400
     # no merge across sections, none into a repacked group, none past the limits
     stats = [_group("a", 0, 95, 9_500), _group("a", 1, 9, 900), _group("b", 0, 5, 500)]
-    groups, _, merged = plan._groups(stats, LIMITS, first_run=False)
-    assert merged == 0 and [g["group_id"] for g in groups] == [0, 1, 2]
+    groups, _, merged = packing._groups(stats, LIMITS, first_run=False)
+    assert merged == 0 and [g.group_id for g in groups] == [0, 1, 2]
     stats = [_group("a", 0, 150, 15_000), _group("a", 1, 5, 500)]
-    groups, _, merged = plan._groups(stats, LIMITS, first_run=False)
+    groups, _, merged = packing._groups(stats, LIMITS, first_run=False)
     assert merged == 0
 
 
@@ -68,14 +68,14 @@ def test_news_sitemaps_hold_at_most_1000_urls() -> None:
     limits = Limits()
     assert plan.section_limits(NEWS_SECTION, limits).max_urls == 1_000
     assert plan.section_limits("product", limits).max_urls == limits.max_urls
-    groups, _, _ = plan._groups([_group(NEWS_SECTION, None, 5_000, 50_000)], limits,
+    groups, _, _ = packing._groups([_group(NEWS_SECTION, None, 5_000, 50_000)], limits,
                                 first_run=True)
-    assert groups[0]["fill_urls"] == 1_000
+    assert groups[0].fill_urls == 1_000
 
 
 def test_an_entry_larger_than_a_file_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match="cannot hold one entry of section 'a'"):
-        plan._groups([_group("a", None, 1, BUDGET + 1, BUDGET + 1)], LIMITS, first_run=True)
+        packing._groups([_group("a", None, 1, BUDGET + 1, BUDGET + 1)], LIMITS, first_run=True)
 
 
 def test_pack_subs_never_passes_a_limit_and_makes_few_shards() -> None:
@@ -100,17 +100,17 @@ def test_pack_subs_never_passes_a_limit_and_makes_few_shards() -> None:
 def test_cuts_by_shards_never_cut_a_previous_shard() -> None:
     # (lower, upper, urls); the shard "b".."m" spans the start of "c": no cut at "c"
     bounds = [("a", "a9", 40), ("b", "m", 40), ("c", "c9", 40), ("n", "n9", 40), ("o", "o9", 40)]
-    cuts = plan._cuts_by_shards(bounds, slice_rows=70)
+    cuts = slices._cuts_by_shards(bounds, slice_rows=70)
     assert "c" not in cuts
     assert cuts == ["b", "n", "o"]
-    assert plan._cuts_by_shards(bounds, slice_rows=1_000) == []
+    assert slices._cuts_by_shards(bounds, slice_rows=1_000) == []
 
 
 def test_cuts_by_sample_are_quantiles() -> None:
     sample = [f"u{i:03d}" for i in range(100)]
-    assert plan._cuts_by_sample(sample, rows=1_000, slice_rows=250) == ["u025", "u050", "u075"]
-    assert plan._cuts_by_sample([], rows=1_000, slice_rows=250) == []
-    assert plan._cuts_by_sample(sample, rows=200, slice_rows=250) == []
+    assert slices._cuts_by_sample(sample, rows=1_000, slice_rows=250) == ["u025", "u050", "u075"]
+    assert slices._cuts_by_sample([], rows=1_000, slice_rows=250) == []
+    assert slices._cuts_by_sample(sample, rows=200, slice_rows=250) == []
 
 
 def test_provisional_numbers_are_final_in_a_sections_first_slice_only() -> None:
@@ -123,7 +123,10 @@ def test_provisional_numbers_are_final_in_a_sections_first_slice_only() -> None:
 
 
 def test_number_shards_keeps_kept_numbers_and_counts_on_for_new_ones() -> None:
-    by_id = {0: {"section": "a", "base_shard": 4}, 1: {"section": "a", "base_shard": None}}
+    by_id = {0: Group("a", base_shard=4, group_id=0, repack=True, fill_urls=10, fill_bytes=1_000,
+                      urls=30, body=3_000),
+             1: Group("a", base_shard=None, group_id=1, repack=True, fill_urls=10,
+                      fill_bytes=1_000, urls=10, body=1_000)}
     # (group_id, sub, start, end): group 0 split in three, group 1 new
     pieces = [(0, 0, 0, 10), (0, 1, 10, 20), (0, 2, 20, 30), (1, 0, 30, 40)]
-    assert plan._number_shards(pieces, by_id, {"a": 9}) == [4, 9, 10, 11]
+    assert packing._number_shards(pieces, by_id, {"a": 9}) == [4, 9, 10, 11]

@@ -1,0 +1,77 @@
+"""Stage 3, plan: bucket rows into shards by section, within every limit, stably.
+
+A shard keeps the URL range it had in the last generation, so a small change rewrites
+few shards; the plan works slice by slice, so its memory is bounded by a slice, not by
+the inventory. Its modules:
+
+- `model`: the shard (`Shard`: its key, sizes and place in a planned part) and the
+  plan's results;
+- `slices`: choosing the slices (`prepare`), their provisional shard numbers, and
+  gathering the planned slices under their final numbers (`combine`);
+- `packing`: planning one slice (`plan_slice`): keep, merge or repack each previous
+  shard's rows, write them sorted as one part, cut the repacked groups into shards.
+
+`plan` runs the three steps in one process: prepare, every slice, combine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import duckdb
+
+from pipeline import sql
+from pipeline.config import Limits
+from pipeline.errors import ConfigError
+from pipeline.layout import SLICES_KEY
+from pipeline.plan.model import (
+    FORMATS,
+    PlanResult,
+    Shard,
+    SliceResult,
+    load_shards,
+    section_limits,
+    shard_digest,
+)
+from pipeline.plan.packing import (
+    MERGE_BELOW,
+    SPLIT_FILL,
+    Group,
+    pack_subs,
+    plan_slice,
+    register_assigned,
+)
+from pipeline.plan.slices import (
+    PROVISIONAL_SHIFT,
+    SAMPLES_PER_SLICE,
+    SLICE_ROWS,
+    SPLIT_FLUSH_ROWS,
+    SPLIT_INPUT_SLICES,
+    Slice,
+    combine,
+    prepare,
+    provisional_base,
+)
+
+__all__ = [
+    "FORMATS", "MERGE_BELOW", "PROVISIONAL_SHIFT", "SAMPLES_PER_SLICE", "SLICES_KEY",
+    "SLICE_ROWS", "SPLIT_FILL", "SPLIT_FLUSH_ROWS", "SPLIT_INPUT_SLICES", "Group",
+    "PlanResult", "Shard", "Slice", "SliceResult", "combine", "load_shards", "pack_subs",
+    "plan", "plan_slice", "prepare", "provisional_base", "register_assigned",
+    "section_limits", "shard_digest",
+]
+
+
+def plan(diffed_uris: str | Sequence[str], snapshot_uri: str | None, work_uri: str,
+         limits: Limits, *, output_format: str = "xml",
+         con: duckdb.DuckDBPyConnection | None = None, slice_rows: int | None = None,
+         reuse_keys: frozenset[str] = frozenset()) -> PlanResult:
+    """Assign every row a shard: prepare, every slice one after the other, combine."""
+    if output_format not in FORMATS:
+        raise ConfigError(f"--format must be one of {', '.join(FORMATS)}, not {output_format!r}")
+    con = con or sql.connect()
+    slices = prepare(diffed_uris, snapshot_uri, work_uri, con=con, slice_rows=slice_rows)
+    for index in range(len(slices)):
+        plan_slice(work_uri, index, limits, output_format=output_format, con=con,
+                   reuse_keys=reuse_keys)
+    return combine(work_uri)

@@ -1,0 +1,340 @@
+"""Packing one slice: the rows of each previous shard (a group) are kept as one shard,
+merged into the predecessor, or repacked into new shards within every limit.
+
+A shard keeps the URL range it had in the last generation, so a small change
+rewrites few shards. Only a shard that would break a limit is split (to
+SPLIT_FILL of the limits, leaving room to grow); a shard that fell below
+MERGE_BELOW of the limits is merged into its predecessor when both fit in
+one file; a new section (or a first run) is packed full. Writes
+`planned/part-NNNNN.parquet` (the rows of the shards to write, in file order: each
+shard a run of consecutive rows; one file per slice) and the slice's shard list,
+`plan-slice-NNNNN.json`, under the work prefix. A shard whose key is already live is
+reused: its rows are in no part.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+import os
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, replace
+from datetime import UTC, datetime
+from typing import Any
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+
+from pipeline import sql, storage
+from pipeline.config import Limits
+from pipeline.errors import ConfigError
+from pipeline.extensions import NAMESPACE_MARKERS
+from pipeline.layout import PLANNED_FOLDER, part_key
+from pipeline.load import register_parquet, write_parquet
+from pipeline.parquet import read_table
+from pipeline.plan.model import FORMATS, Shard, SliceResult, _shard, section_limits
+from pipeline.plan.slices import provisional_base, read_prepared, slice_key, slices_of
+
+log = logging.getLogger(__name__)
+
+#: A shard that must be split is refilled to this share of the limits.
+SPLIT_FILL = 0.75
+#: A shard below this share of the limits is merged into its predecessor if they fit.
+MERGE_BELOW = 0.10
+
+
+@dataclass(frozen=True)
+class Group:
+    """The rows of one previous shard (or of a new section) and what becomes of them.
+
+    A merged group (`merged`) joins its predecessor's `group_id`: their rows are one
+    shard. A repacked group is cut into shards of at most `fill_urls` URLs and
+    `fill_bytes` bytes of lines (the byte budget less the longest line); a kept one is
+    one shard (fills of 1: unused).
+    """
+
+    section: str
+    #: The previous shard's number; None for a new section's rows.
+    base_shard: int | None
+    group_id: int
+    repack: bool
+    fill_urls: int
+    fill_bytes: int
+    #: URLs and bytes of lines, with those of the tiny shards merged into it.
+    urls: int
+    body: int
+    merged: bool = False
+
+
+def _groups(stats: list[tuple[Any, ...]], all_limits: Limits, first_run: bool
+            ) -> tuple[list[Group], int, int]:
+    """Plan groups from base shard sizes: keep, merge into the predecessor, or repack."""
+    budget = all_limits.body_budget
+    groups: list[Group] = []
+    split = merged = 0
+    prev: Group | None = None
+    for section, base, urls, body, max_line in stats:
+        limits = section_limits(section, all_limits)
+        if max_line > budget:
+            raise ConfigError(
+                f"--max-bytes-per-sitemap {limits.max_bytes} cannot hold one entry of section "
+                f"{section!r} ({max_line} bytes); raise it")
+        fits = urls <= limits.max_urls and body <= budget
+        tiny = urls < MERGE_BELOW * limits.max_urls and body < MERGE_BELOW * budget
+        if (base is not None and fits and tiny and prev is not None and prev.section == section
+                and not prev.repack and prev.urls + urls <= limits.max_urls
+                and prev.body + body <= budget):
+            # The predecessor grows by the tiny shard (it is groups[group_id]).
+            prev = replace(prev, urls=prev.urls + urls, body=prev.body + body)
+            groups[prev.group_id] = prev
+            groups.append(replace(prev, base_shard=base, merged=True))
+            merged += 1
+            continue
+        fill = 1.0 if base is None or first_run else SPLIT_FILL
+        repack = base is None or not fits
+        if repack and base is not None:
+            split += 1
+        fill_bytes = int(budget * fill) - max_line + 1 if repack else 1
+        if fill_bytes < 1:
+            fill_bytes = budget - max_line + 1
+        group = Group(
+            section=section, base_shard=base, group_id=len(groups), repack=repack,
+            fill_urls=max(1, int(limits.max_urls * fill)) if repack else 1,
+            fill_bytes=fill_bytes, urls=urls, body=body)
+        groups.append(group)
+        prev = group
+    return groups, split, merged
+
+
+def _number_shards(pieces: Sequence[tuple[int, int, int, int]], by_id: dict[int, Group],
+                   new_base: dict[str, int]) -> list[int]:
+    """Shard numbers of the slice's pieces (group_id, sub, start, end), in (group, sub)
+    order: a kept shard keeps its number, new ones count on from `new_base[section]`
+    (provisional_base)."""
+    next_new = dict(new_base)
+    numbers = []
+    for group_id, sub, _, _ in pieces:
+        g = by_id[group_id]
+        if g.base_shard is not None and sub == 0:
+            number = g.base_shard
+        else:
+            number = next_new[g.section]
+            next_new[g.section] = number + 1
+        numbers.append(number)
+    return numbers
+
+
+def plan_slice(work_uri: str, index: int, limits: Limits, *, output_format: str = "xml",
+               con: duckdb.DuckDBPyConnection | None = None,
+               reuse_keys: frozenset[str] = frozenset()) -> SliceResult:
+    """Plan slice `index` of `plan-slices.json`: write its part and `plan-slice-NNNNN.json`.
+
+    Independent of every other slice (any order, any process); a retry rewrites both.
+    New shards carry provisional numbers (provisional_base) until `combine`. A shard
+    kept as it is whose key is in `reuse_keys` (the live keys) writes no rows.
+    """
+    if output_format not in FORMATS:
+        raise ConfigError(f"--format must be one of {', '.join(FORMATS)}, not {output_format!r}")
+    started = time.monotonic()
+    work = storage.open_storage(work_uri)
+    prepared = read_prepared(work)
+    slices = slices_of(prepared)
+    if not 0 <= index < len(slices):
+        raise ConfigError(f"plan slice {index}: the plan has {len(slices)} slice(s), "
+                          f"0 to {len(slices) - 1}")
+    sl = slices[index]
+    con = con or sql.connect()
+    register_parquet(con, "bounds_all", [prepared["bounds_uri"]])
+    con.execute(sql.load_sql("slice_shard_bounds"), {"sections": list(sl.sections)})
+    own = (prepared.get("slice_inputs") or [None] * len(slices))[index]
+    if own is None:  # every diffed row, filtered to the slice's
+        register_parquet(con, "diffed_all", prepared["diffed_uris"])
+        con.sql(sql.load_sql("diffed_slice"), params={
+            "sections": list(sl.sections), "lo": sl.lo, "hi": sl.hi}).create_view(
+                "diffed", replace=True)
+    elif own:  # the slice's own rows, split by prepare
+        register_parquet(con, "diffed", own)
+    else:  # a slice without rows: the diffed rows' columns, no row
+        register_parquet(con, "diffed_all", prepared["diffed_uris"])
+        con.sql("SELECT * FROM diffed_all WHERE false").create_view("diffed", replace=True)
+    shards, split, merged = _plan_slice(
+        con, work, index, prepared["first_run"], limits, output_format,
+        provisional_base(slices, index, prepared["next_free"]), reuse_keys)
+    con.execute("DROP TABLE IF EXISTS shard_bounds")
+    result = SliceResult(index=index, part_uri=work.uri(_part_key(index)), shards=shards,
+                         split=split, merged=merged, seconds=time.monotonic() - started)
+    work.write_bytes(slice_key(index), json.dumps({
+        "token": prepared["token"], "slice": asdict(sl), "index": index,
+        "part_uri": result.part_uri, "shards": [asdict(s) for s in shards],
+        "split": split, "merged": merged, "seconds": round(result.seconds, 3),
+    }).encode())
+    log.info("plan: slice %d/%d, %s: %d URLs in %d shards (%.1f s)", index + 1, len(slices),
+             sl.describe(), sum(x.urls for x in shards), len(shards), result.seconds)
+    return result
+
+
+def _part_key(part: int) -> str:
+    return part_key(PLANNED_FOLDER, part)
+
+
+def register_assigned(con: duckdb.DuckDBPyConnection, output_format: str) -> None:
+    """The view `assigned` (sql/assigned_rows.sql) over the views `diffed` and `shard_bounds`."""
+    con.sql(sql.load_sql("assigned_rows"), params={
+        "format": output_format, "ns_markers": NAMESPACE_MARKERS}).create_view(
+        "assigned", replace=True)
+
+
+def _plan_slice(con: duckdb.DuckDBPyConnection, work: storage.Storage, part: int,
+                first_run: bool, limits: Limits, output_format: str,
+                new_base: dict[str, int], reuse_keys: frozenset[str]
+                ) -> tuple[list[Shard], int, int]:
+    """Plan the rows of the view `diffed` (one slice); write them as part `part`.
+
+    One sort: the rows of the groups to write, by group and URL (planned_rows); a
+    repacked group is then cut into shards at row positions (`pack_subs`), and every
+    shard's sums come from the part's narrow columns. A group kept as one shard whose
+    key is in `reuse_keys` (already published, same content) is not written at all.
+    A tiny shard merges only into a predecessor in the same slice: a slice boundary is
+    a previous shard's lower bound, so at worst a tiny shard stays on its own there.
+    """
+    register_assigned(con, output_format)
+    stats = con.sql(sql.load_sql("group_stats")).fetchall()
+    groups, split, merged = _groups([row[:5] for row in stats], limits, first_run=first_run)
+    # A group that keeps one base shard as it is: its key from the sums alone.
+    members = Counter(g.group_id for g in groups)
+    reused: dict[int, Shard] = {}
+    for g, (section, base, urls, body, _, xor, lastmod, ns, changed, *_) in zip(
+            groups, stats, strict=True):
+        if g.repack or g.merged or base is None:
+            continue
+        if members[g.group_id] > 1:
+            continue  # a tiny shard merges into it: its content changes
+        shard = _shard(section, int(base), int(urls), int(body), lastmod, int(xor), int(ns),
+                       int(changed), output_format, part=None)
+        if shard.key in reuse_keys:
+            reused[g.group_id] = shard
+    group_table = pa.table({
+        "section": pa.array([g.section for g in groups], pa.string()),
+        "base_shard": pa.array([g.base_shard for g in groups], pa.int32()),
+        "group_id": pa.array([g.group_id for g in groups], pa.int64()),
+        "reused": pa.array([g.group_id in reused for g in groups], pa.bool_()),
+        "skip": pa.array(_common_prefixes(groups, stats), pa.int64()),
+    })
+    con.register("shard_groups", group_table)
+    # The rows go to Parquet in file order straight from the sort, never into a table.
+    part_uri = write_parquet(con.sql(sql.load_sql("planned_rows")), work, _part_key(part))
+    con.unregister("shard_groups")
+    by_id = {g.group_id: g for g in groups if not g.merged}
+    cols = _read_narrow(part_uri)
+    runs = _group_runs(cols["group_id"])
+    pieces: list[tuple[int, int, int, int]] = []  # (group_id, sub, start, end)
+    for group_id, start, end in runs:
+        g = by_id[group_id]
+        if g.repack:
+            cuts = pack_subs(cols["line_bytes"][start:end], g.fill_urls, g.fill_bytes)
+            bounds = [start + c for c in cuts] + [end]
+            pieces += [(group_id, sub, lo, hi)
+                       for sub, (lo, hi) in enumerate(itertools.pairwise(bounds))]
+        else:
+            pieces.append((group_id, 0, start, end))
+    numbers = _number_shards(pieces, by_id, new_base)
+    shards: list[Shard] = []
+    starts = np.array([p[2] for p in pieces], dtype=np.int64)
+    if len(pieces):
+        sums = {name: op.reduceat(cols[name], starts) for name, op in (
+            ("line_bytes", np.add), ("row_hash", np.bitwise_xor), ("lastmod", np.maximum),
+            ("ns", np.bitwise_or), ("changed", np.add))}
+    sections = cols["section"]
+    for i, ((_, _, start, end), number) in enumerate(zip(pieces, numbers, strict=True)):
+        lastmod = None if sums["lastmod"][i] == _NO_TIME else datetime.fromtimestamp(
+            int(sums["lastmod"][i]) // 1_000_000, UTC)
+        shards.append(_shard(
+            sections[start], number, end - start, int(sums["line_bytes"][i]), lastmod,
+            int(sums["row_hash"][i]), int(sums["ns"][i]), int(sums["changed"][i]),
+            output_format, part=part, row_start=start))
+    shards += reused.values()
+    shards.sort(key=lambda s: (s.section, s.row_start is None, s.row_start or 0, s.shard))
+    return shards, split, merged
+
+
+def _common_prefixes(groups: list[Group], stats: list[tuple[Any, ...]]) -> list[int]:
+    """Per base shard row: the length of the prefix every URL of its group shares (the
+    common prefix of the group's smallest and largest URL), which the sort can skip."""
+    lo: dict[int, str] = {}
+    hi: dict[int, str] = {}
+    for g, row in zip(groups, stats, strict=True):
+        gid = g.group_id
+        lo[gid] = min(lo.get(gid, row[9]), row[9])
+        hi[gid] = max(hi.get(gid, row[10]), row[10])
+    return [_ascii_prefix_length(lo[g.group_id], hi[g.group_id]) for g in groups]
+
+
+def _ascii_prefix_length(a: str, b: str) -> int:
+    """Characters of the common prefix of a and b, up to the first non-ASCII one (where
+    DuckDB's and Python's character counts could differ; normalised URLs are ASCII)."""
+    prefix = os.path.commonprefix([a, b])
+    return next((i for i, c in enumerate(prefix) if ord(c) > 127), len(prefix))
+
+
+#: A shard whose rows have no lastmod (the lastmod column's NULL, read as int64).
+_NO_TIME = np.iinfo(np.int64).min
+
+
+def pack_subs(line_bytes: np.ndarray, fill_urls: int, fill_bytes: int) -> list[int]:
+    """Where a repacked group's rows (in URL order) are cut into shards: row offsets,
+    starting with 0. Row i goes to count bucket i // fill_urls and byte bucket
+    (bytes up to and including it - 1) // fill_bytes; each distinct pair is one shard.
+    fill_bytes is the byte budget less the longest line, so a shard never exceeds the
+    budget though a line may straddle a bucket edge."""
+    n = len(line_bytes)
+    if n == 0:
+        return []
+    rows = np.arange(n, dtype=np.int64)
+    count_bucket = rows // fill_urls
+    byte_bucket = (np.cumsum(line_bytes, dtype=np.int64) - 1) // fill_bytes
+    change = np.empty(n, dtype=bool)
+    change[0] = True
+    change[1:] = (count_bucket[1:] != count_bucket[:-1]) | (byte_bucket[1:] != byte_bucket[:-1])
+    return [int(i) for i in np.flatnonzero(change)]
+
+
+def _group_runs(group_ids: np.ndarray) -> list[tuple[int, int, int]]:
+    """(group_id, start, end) of each run of equal group ids (the part is in group order)."""
+    if len(group_ids) == 0:
+        return []
+    edges = np.flatnonzero(group_ids[1:] != group_ids[:-1]) + 1
+    starts = np.concatenate(([0], edges))
+    ends = np.concatenate((edges, [len(group_ids)]))
+    return [(int(group_ids[a]), int(a), int(b)) for a, b in zip(starts, ends, strict=True)]
+
+
+def _read_narrow(part_uri: str) -> dict[str, Any]:
+    """The part's narrow columns as numpy arrays (section as a list): a slice's rows."""
+    table = read_table(part_uri, ["group_id", "section", "line_bytes", "row_hash", "lastmod",
+                                  "ns", "changed"])
+    lastmod = table.column("lastmod").cast(pa.timestamp("us", tz="UTC")).cast(pa.int64())
+    return {
+        "group_id": table.column("group_id").to_numpy(),
+        "section": _SectionAt(table.column("section")),
+        "line_bytes": table.column("line_bytes").to_numpy().astype(np.int64),
+        "row_hash": table.column("row_hash").to_numpy().astype(np.uint64),
+        "lastmod": lastmod.fill_null(_NO_TIME).to_numpy(),
+        "ns": table.column("ns").to_numpy().astype(np.int64),
+        "changed": table.column("changed").cast(pa.int64()).to_numpy(),
+    }
+
+
+class _SectionAt:
+    """The section of row i, read on demand (one per shard, not one per row)."""
+
+    def __init__(self, column: pa.ChunkedArray) -> None:
+        self._column = column
+
+    def __getitem__(self, i: int) -> str:
+        return str(self._column[i].as_py())
+
+

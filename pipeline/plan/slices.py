@@ -1,0 +1,296 @@
+"""Plan slices: the plan works on at most about SLICE_ROWS rows at a time.
+
+Its peak memory and temp disk are bounded by a slice, not by the inventory. A slice is
+one section's URLs in a range [lo, hi), or several whole small sections. A section that
+had shards is cut only where no previous shard spans the cut (at a shard's smallest
+URL), so a kept shard is never cut; a new section larger than a slice is cut at
+quantiles of a deterministic sample of its URLs. Shard numbers stay unique per section
+across slices: a kept shard keeps its number, new ones count on from the section's
+highest previous number.
+
+The slices are independent units, planned in any order, in any process: `prepare`
+chooses them and writes `plan-slices.json` (and the last generation's shard bounds,
+`plan-bounds.parquet`); `plan_slice` (pipeline.plan.packing) plans one and writes its
+part and `plan-slice-NNNNN.json`; `combine` gathers them into `shards.json`. A slice
+cannot know how many new shards the section's earlier slices made, so it writes new
+shards under provisional numbers (`provisional_base`): in a section's first slice they
+are already the final ones; in a later slice they are `(slice + 1) << 32` onwards,
+above every final number, in the same order, and unique in the whole plan. `combine`
+gives every shard its final number, exactly what numbering the slices one after the
+other gives, and keeps the slice's number as `Shard.planned_shard`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+import tempfile
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+
+from pipeline import sql, storage
+from pipeline.diff import register_snapshot
+from pipeline.errors import InternalError
+from pipeline.layout import BOUNDS_KEY, SHARDS_KEY, SLICE_INPUT_FOLDER, SLICES_KEY
+from pipeline.load import register_parquet, write_parquet
+from pipeline.plan.model import PlanResult, Shard
+from pipeline.settings import environment
+
+log = logging.getLogger(__name__)
+
+#: New shards of a section's later slices are numbered provisionally from
+#: (slice + 1) << PROVISIONAL_SHIFT: above every final number (which fit in 32 bits).
+PROVISIONAL_SHIFT = 32
+#: Rows planned at a time (SITEMAPS_PLAN_SLICE_ROWS): each slice is assigned, packed,
+#: sorted and written on its own, so plan's peak memory and DuckDB temp disk grow
+#: with this, not with the inventory. At about 250 bytes a row in DuckDB, 4M rows
+#: is about 1 GB per copy; an inventory that fits is planned in one pass.
+SLICE_ROWS = environment().plan_slice_rows
+#: Sampled URLs per slice when a new section is cut at sample quantiles.
+SAMPLES_PER_SLICE = 1_000
+#: From this many slices on, prepare splits the diffed rows by slice in one pass (one more
+#: write and read of them) and each slice reads only its own rows; below, each slice scans
+#: every diffed row for its own, which costs less than the split (10M URLs: 3 slices;
+#: 100M: 33 slices, 33 scans of 100M rows).
+SPLIT_INPUT_SLICES = 6
+#: Rows a slice's share of that split is held in memory before it is written.
+SPLIT_FLUSH_ROWS = 16_384
+
+
+@dataclass(frozen=True)
+class Slice:
+    """Rows planned together: whole `sections`, or one section's URLs in [lo, hi)."""
+
+    sections: tuple[str, ...]
+    lo: str | None = None
+    hi: str | None = None
+    #: Rows: this run's count for whole sections, else an even share of the section's.
+    rows: int = 0
+
+    def describe(self) -> str:
+        if self.lo is None and self.hi is None:
+            names = ", ".join(self.sections[:3]) + (", ..." if len(self.sections) > 3 else "")
+            return f"{len(self.sections)} section(s) ({names})"
+        return f"section {self.sections[0]} [{self.lo or '-'}, {self.hi or '-'})"
+
+
+def _cuts_by_shards(bounds: list[tuple[str, str, int]], slice_rows: int) -> list[str]:
+    """Cut points for a section that had shards: (lower, upper, urls) of each of them.
+
+    A cut is a shard's smallest URL that no other shard spans (all shards that start
+    below it end below it), so every previous shard, and every new URL its range
+    takes (assigned_rows), lies in one slice. Shards are added until about slice_rows.
+    """
+    cuts: list[str] = []
+    acc = 0
+    reach: str | None = None  # the largest URL of the shards so far
+    for lower, upper, urls in sorted(bounds):
+        if acc and acc + urls > slice_rows and reach is not None and reach < lower:
+            cuts.append(lower)
+            acc = 0
+        acc += urls
+        reach = upper if reach is None else max(reach, upper)
+    return cuts
+
+
+def _cuts_by_sample(sample: list[str], rows: int, slice_rows: int) -> list[str]:
+    """Cut points at the sample's quantiles, so each slice holds about slice_rows."""
+    n = -(-rows // slice_rows)
+    return sorted({sample[len(sample) * i // n] for i in range(1, n)}) if sample else []
+
+
+def _slices(con: duckdb.DuckDBPyConnection, slice_rows: int) -> list[Slice]:
+    """The plan's slices, in (section, URL) order, from `diffed_all` and `shard_bounds`."""
+    counts = con.sql(sql.load_sql("section_counts")).fetchall()
+    bounds: dict[str, list[tuple[str, str, int]]] = {}
+    for section, lower, upper, urls in con.sql(
+            "SELECT section, lower, upper, urls FROM shard_bounds").fetchall():
+        bounds.setdefault(section, []).append((lower, upper, int(urls)))
+    big_new = [s for s, n in counts if n > slice_rows and s not in bounds]
+    samples: dict[str, list[str]] = {}
+    if big_new:
+        rows = con.sql(sql.load_sql("sample_urls"), params={
+            "sections": big_new, "every": max(1, slice_rows // SAMPLES_PER_SLICE)}).fetchall()
+        for section, url in rows:
+            samples.setdefault(section, []).append(url)
+    slices: list[Slice] = []
+    for section, n in counts:
+        if n <= slice_rows:
+            cuts: list[str] = []
+        elif section in bounds:
+            cuts = _cuts_by_shards(bounds[section], slice_rows)
+        else:
+            cuts = _cuts_by_sample(samples.get(section, []), n, slice_rows)
+        if not cuts:
+            last = slices[-1] if slices else None
+            if (last is not None and last.lo is None and last.hi is None
+                    and last.rows + n <= slice_rows):
+                # Small whole sections share a slice (one scan and one part file for them).
+                slices[-1] = Slice(last.sections + (section,), rows=last.rows + n)
+            else:
+                slices.append(Slice((section,), rows=n))
+            continue
+        edges: list[str | None] = [None, *cuts, None]
+        for lo, hi in itertools.pairwise(edges):
+            slices.append(Slice((section,), lo, hi, rows=n // len(edges[1:])))
+    # No rows at all: one empty slice still writes one (empty) part.
+    return slices or [Slice(())]
+
+
+def provisional_base(slices: Sequence[Slice], index: int, next_free: dict[str, int]
+                     ) -> dict[str, int]:
+    """Where slice `index` numbers its new shards, per section of it.
+
+    In a section's first slice (whole sections, or the range open below) its new shards
+    take the final numbers, from the section's next free number. A later slice of a
+    section cannot know how many new shards the earlier ones made: it numbers them from
+    `(index + 1) << PROVISIONAL_SHIFT`, above every final number (so a part's rows keep
+    the order of the final numbers) and unique in the plan; `combine` renumbers them.
+    """
+    sl = slices[index]
+    if sl.lo is None:
+        return {section: next_free.get(section, 0) for section in sl.sections}
+    return {section: (index + 1) << PROVISIONAL_SHIFT for section in sl.sections}
+
+
+def prepare(diffed_uris: str | Sequence[str], snapshot_uri: str | None, work_uri: str, *,
+            con: duckdb.DuckDBPyConnection | None = None, slice_rows: int | None = None
+            ) -> list[Slice]:
+    """Choose the plan's slices; write them and the numbering state to `plan-slices.json`.
+
+    `diffed_uris`: the diff's parts (one per diff partition; a single URI is one part),
+    read together as one table: the plan does not depend on how the diff was cut. Also
+    writes the last generation's shard bounds (`plan-bounds.parquet`, one row per
+    shard), so that no slice reads the whole snapshot again.
+    """
+    slice_rows = slice_rows or SLICE_ROWS
+    started = time.monotonic()
+    con = con or sql.connect()
+    diffed = [diffed_uris] if isinstance(diffed_uris, str) else list(diffed_uris)
+    register_parquet(con, "diffed_all", diffed)
+    register_snapshot(con, snapshot_uri)
+    con.execute(sql.load_sql("previous_shard_bounds"))
+    slices = _slices(con, slice_rows)
+    # New shards of a section are numbered after its highest previous number.
+    next_free = {section: int(top) + 1 for section, top in con.sql(
+        "SELECT section, max(shard) FROM shard_bounds GROUP BY section").fetchall()}
+    work = storage.open_storage(work_uri)
+    bounds_uri = write_parquet(con.sql("SELECT * FROM shard_bounds"), work, BOUNDS_KEY)
+    con.execute("DROP TABLE IF EXISTS shard_bounds")
+    slice_inputs = _split_by_slice(con, work, slices) if len(slices) >= SPLIT_INPUT_SLICES \
+        else None
+    work.write_bytes(SLICES_KEY, json.dumps({
+        # Each slice's result names this, so combine never mixes results of two prepares.
+        "token": uuid.uuid4().hex,
+        "slices": [asdict(sl) for sl in slices], "next_free": next_free,
+        "first_run": snapshot_uri is None, "diffed_uris": diffed, "bounds_uri": bounds_uri,
+        "slice_inputs": slice_inputs,
+        "slice_rows": slice_rows, "seconds": round(time.monotonic() - started, 3),
+    }).encode())
+    log.info("plan: %d slice(s) of at most about %d rows", len(slices), slice_rows)
+    return slices
+
+
+def _split_by_slice(con: duckdb.DuckDBPyConnection, work: storage.Storage,
+                    slices: Sequence[Slice]) -> list[list[str]]:
+    """Write the view `diffed_all` once, split by slice (sql/slice_input.sql), under
+    SLICE_INPUT_FOLDER; returns each slice's files (none for a slice without rows)."""
+    con.register("slice_ranges", pa.table({
+        "slice": pa.array([i for i, sl in enumerate(slices) for _ in sl.sections], pa.int32()),
+        "section": pa.array([s for sl in slices for s in sl.sections], pa.string()),
+        "lo": pa.array([sl.lo for sl in slices for _ in sl.sections], pa.string()),
+        "hi": pa.array([sl.hi for sl in slices for _ in sl.sections], pa.string())}))
+    rel = con.sql(sql.load_sql("slice_input"))
+    with tempfile.TemporaryDirectory(prefix="sitemaps-") as tmp:
+        local = work.local_dir / SLICE_INPUT_FOLDER if work.local_dir else Path(tmp)
+        # One pass, one file (or a few) per slice: DuckDB's partitioned write. It holds each
+        # partition's rows until this many (default 524,288): 33 slices of 100M URLs ran out
+        # of a 875 MiB limit ("failed to pin block"); 16,384 bounds it and measured faster.
+        con.execute(f"SET partitioned_write_flush_threshold = {SPLIT_FLUSH_ROWS}")
+        try:
+            rel.write_parquet(str(local), compression="lz4_raw", partition_by=["slice"],
+                              overwrite=True)
+        finally:
+            con.execute("RESET partitioned_write_flush_threshold")
+        files: list[list[str]] = [[] for _ in slices]
+        for path in sorted(local.glob("slice=*/*.parquet")):
+            index = int(path.parent.name.removeprefix("slice="))
+            key = f"{SLICE_INPUT_FOLDER}/{path.parent.name}/{path.name}"
+            if not work.local_dir:
+                work.upload_file(path, key)
+            files[index].append(work.uri(key))
+    con.unregister("slice_ranges")
+    log.info("plan: the diffed rows split by slice (%d slices)", len(slices))
+    return files
+
+
+def read_prepared(work: storage.Storage) -> dict[str, Any]:
+    """What prepare wrote (`plan-slices.json`): the slices, the numbering state, the inputs."""
+    return json.loads(work.read_bytes(SLICES_KEY))  # type: ignore[no-any-return]
+
+
+def slices_of(prepared: dict[str, Any]) -> list[Slice]:
+    """The slices of what prepare wrote."""
+    return [Slice(**{**d, "sections": tuple(d["sections"])}) for d in prepared["slices"]]
+
+
+def combine(work_uri: str) -> PlanResult:
+    """Gather every slice's shards, in part order, under their final numbers: `shards.json`.
+
+    A kept shard keeps its number; new shards of a section count on from its next free
+    number in slice order, then in their order in the slice: exactly the numbers of
+    planning the slices one after the other. Fails, naming them, when slices are missing
+    or were planned from another `prepare`.
+    """
+    started = time.monotonic()
+    work = storage.open_storage(work_uri)
+    prepared = read_prepared(work)
+    slices = slices_of(prepared)
+    missing = [i for i in range(len(slices)) if not work.exists(slice_key(i))]
+    if missing:
+        raise InternalError(f"plan slice(s) {missing[:10]} of {len(slices)} have no result "
+                           f"({slice_key(missing[0])} under {work_uri}): plan them first")
+    results = [json.loads(work.read_bytes(slice_key(i))) for i in range(len(slices))]
+    stale = [r["index"] for r in results if r["token"] != prepared["token"]]
+    if stale:
+        raise InternalError(f"plan slice(s) {stale[:10]} were planned before the slices were "
+                           "chosen again (plan-slices.json is newer): plan them again")
+    next_free: dict[str, int] = dict(prepared["next_free"])
+    shards: list[Shard] = []
+    for index, r in enumerate(results):
+        base = provisional_base(slices, index, prepared["next_free"])
+        part_shards = [Shard(**d) for d in r["shards"]]
+        new: dict[str, int] = {}
+        for s in part_shards:
+            planned = s.shard
+            if planned >= base[s.section]:  # a new shard: planned in the slice's own order
+                s.shard = next_free.get(s.section, 0) + planned - base[s.section]
+                new[s.section] = new.get(s.section, 0) + 1
+            s.planned_shard = planned
+        for section, n in new.items():
+            next_free[section] = next_free.get(section, 0) + n
+        shards += part_shards
+    split, merged = sum(r["split"] for r in results), sum(r["merged"] for r in results)
+    work.write_bytes(SHARDS_KEY, json.dumps([asdict(s) for s in shards]).encode())
+    seconds = (prepared["seconds"] + sum(r["seconds"] for r in results)
+               + time.monotonic() - started)
+    result = PlanResult(shards=shards, planned_uris=[r["part_uri"] for r in results],
+                        shards_uri=work.uri(SHARDS_KEY), split=split, merged=merged,
+                        seconds=seconds, bounds_uri=prepared["bounds_uri"])
+    log.info("plan: %d shards in %d sections (%d split, %d merged), %d slice(s) (%.1f s)",
+             len(shards), len({s.section for s in shards}), split, merged, len(slices),
+             result.seconds)
+    return result
+
+
+def slice_key(index: int) -> str:
+    """The work key of slice `index`'s result (its shards, under their planned numbers)."""
+    return f"plan-slice-{index:05d}.json"
