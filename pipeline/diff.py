@@ -29,8 +29,10 @@ from pipeline import sql, storage
 from pipeline.errors import ConfigError
 from pipeline.extensions import NEWS_MAX_AGE_DAYS, NEWS_SECTION
 from pipeline.layout import CHANGES_FOLDER, DIFFED_FOLDER, part_key
-from pipeline.load import ValidRows, register_parquet, register_valid, write_parquet
+from pipeline.load import ValidRows, register_valid
+from pipeline.parquet import register_parquet, write_parquet
 from pipeline.settings import environment
+from pipeline.snapshot import register_snapshot
 
 log = logging.getLogger(__name__)
 
@@ -47,15 +49,6 @@ DIFF_BUILD_ROW_BYTES = 150
 #: 4, whose joins spill some: 16 partitions would read the inputs 16 times).
 MAX_AUTO_DIFF_PARTITIONS = 4
 
-#: The snapshot's columns: what the next run needs of this one.
-SNAPSHOT_COLUMNS = ("url", "section", "shard", "fingerprint", "lastmod", "first_seen",
-                    "last_changed")
-_EMPTY_SNAPSHOT = (
-    "SELECT NULL::VARCHAR AS url, NULL::VARCHAR AS section, NULL::INTEGER AS shard, "
-    "NULL::UBIGINT AS fingerprint, NULL::TIMESTAMPTZ AS lastmod, "
-    "NULL::TIMESTAMPTZ AS first_seen, NULL::TIMESTAMPTZ AS last_changed, "
-    "NULL::VARCHAR AS legacy_fingerprint WHERE false"
-)
 _COUNTS = ("added", "changed", "unchanged", "removed", "lastmod_clamped", "news_articles")
 
 
@@ -105,25 +98,6 @@ def check_partition(partition: int, partitions: int) -> None:
     if partitions < 1 or not 0 <= partition < partitions:
         raise ConfigError(f"diff partition {partition} of {partitions}: partitions must be at "
                           "least 1 and a partition between 0 and partitions - 1")
-
-
-def register_snapshot(con: duckdb.DuckDBPyConnection, snapshot_uri: str | None,
-                      name: str = "previous_rows") -> None:
-    """The view `name` (default `previous_rows`): the snapshot at `snapshot_uri`, or an
-    empty one. Its `fingerprint` is a 64-bit hash; a snapshot of an earlier version holds
-    md5 hex strings instead, which the view gives as `legacy_fingerprint` (diff_rows)."""
-    if not snapshot_uri:
-        con.sql(_EMPTY_SNAPSHOT).create_view(name, replace=True)
-        return
-    register_parquet(con, f"{name}_file", [snapshot_uri])
-    rel = con.sql(f"SELECT * FROM {name}_file")
-    types = {c: str(t).upper() for c, t in zip(rel.columns, rel.types, strict=True)}
-    if types.get("fingerprint") == "VARCHAR":
-        rel = con.sql(f"SELECT * EXCLUDE (fingerprint), NULL::UBIGINT AS fingerprint, "
-                      f"fingerprint AS legacy_fingerprint FROM {name}_file")
-    else:
-        rel = con.sql(f"SELECT *, NULL::VARCHAR AS legacy_fingerprint FROM {name}_file")
-    rel.create_view(name, replace=True)
 
 
 def register_partition(con: duckdb.DuckDBPyConnection, valid: ValidRows, snapshot_uri: str | None,

@@ -11,14 +11,10 @@ diff reads, so they are never written twice.
 
 from __future__ import annotations
 
-import contextlib
-import fnmatch
-import glob
 import logging
 import os
 import tempfile
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,6 +33,7 @@ from pipeline.limits import (
     MAX_URL_LENGTH,
     W3C_DATETIME_REGEX,
 )
+from pipeline.parquet import ROW_ID, register_parquet, write_parquet
 from pipeline.progress import QUIET, Progress
 from pipeline.urls import CLEAN_URL_REGEX, IRI_PATH_REGEX, Site, check_url
 
@@ -94,70 +91,10 @@ class LoadResult:
 
 def list_inventory_files(inventory: str) -> list[str]:
     """The Parquet files of a file, a glob or a (Hive-partitioned) folder, local or S3."""
-    if storage.is_s3(inventory):
-        return _list_s3(inventory)
-    path = inventory.removeprefix("file://")
-    if any(c in path for c in "*?["):
-        files = sorted(p for p in glob.glob(path, recursive=True) if os.path.isfile(p))
-    elif os.path.isdir(path):
-        files = sorted(str(p) for p in Path(path).rglob("*.parquet") if p.is_file())
-    elif os.path.isfile(path):
-        files = [path]
-    else:
-        files = []
+    files = storage.find_files(inventory, ".parquet")
     if not files:
         raise InventoryError(f"inventory {inventory!r} matches no Parquet file")
     return files
-
-
-def _list_s3(inventory: str) -> list[str]:
-    bucket, _, key = inventory.removeprefix("s3://").partition("/")
-    wildcard = next((i for i, c in enumerate(key) if c in "*?["), None)
-    base = key[:wildcard].rsplit("/", 1)[0] if wildcard is not None else key
-    store = storage.open_storage(f"s3://{bucket}")
-    candidates = [o.key for o in store.list(base)]
-    if wildcard is not None:
-        files = [k for k in candidates if fnmatch.fnmatchcase(k, key)]
-    elif key in candidates:
-        files = [key]
-    else:
-        prefix = key.rstrip("/") + "/"
-        files = [k for k in candidates if k.startswith(prefix) and k.endswith(".parquet")]
-    if not files:
-        raise InventoryError(f"inventory {inventory!r} matches no Parquet object")
-    return [f"s3://{bucket}/{k}" for k in sorted(files)]
-
-
-#: Row ids in inventory order (file number, row in file), for the duplicate tie rule.
-ROW_ID = "_row_id"
-
-
-def register_parquet(con: duckdb.DuckDBPyConnection, name: str, files: list[str],
-                     *, row_ids: bool = False) -> None:
-    """Make the Parquet `files` (local or S3) queryable as the view `name`.
-
-    With `row_ids`, the view has a ROW_ID column numbering rows in file order.
-    """
-    if files and storage.is_s3(files[0]):
-        import pyarrow.dataset as ds
-
-        fmt = ds.ParquetFileFormat(
-            default_fragment_scan_options=ds.ParquetFragmentScanOptions(pre_buffer=False))
-        common = os.path.commonpath([f.removeprefix("s3://") for f in files])
-        dataset = ds.dataset([f.removeprefix("s3://") for f in files], format=fmt,
-                             filesystem=storage.s3_filesystem(), partitioning="hive",
-                             partition_base_dir=common)
-        if row_ids:  # a dataset has no file_row_number: number the scan (one thread)
-            con.register(f"{name}_dataset", dataset)
-            con.sql(f"SELECT *, row_number() OVER () AS {ROW_ID} FROM {name}_dataset"
-                    ).create_view(name, replace=True)
-        else:
-            con.register(name, dataset)
-    else:
-        rel = con.read_parquet(files, hive_partitioning=True, union_by_name=True)
-        if row_ids:  # DuckDB's virtual columns: no window, the scan stays parallel
-            rel = rel.select(f"*, (file_index::BIGINT << 40) + file_row_number AS {ROW_ID}")
-        rel.create_view(name, replace=True)
 
 
 def _believable(ts: str) -> str:
@@ -252,31 +189,6 @@ def _gate_columns(types: dict[str, str]) -> list[str]:
         else:
             raise InventoryError(f"the inventory's `{name}` column is {t}; it must be {what}")
     return cols
-
-
-@contextlib.contextmanager
-def local_output(store: storage.Storage, key: str) -> Iterator[Path]:
-    """A local path to write `key` at; uploaded to `store` when the block ends."""
-    if isinstance(store, storage.LocalStorage):
-        path = store.path / key
-        path.parent.mkdir(parents=True, exist_ok=True)
-        yield path
-        return
-    with tempfile.TemporaryDirectory(prefix="sitemaps-") as tmp:
-        path = Path(tmp) / Path(key).name
-        yield path
-        store.upload_file(path, key)
-
-
-def write_parquet(rel: duckdb.DuckDBPyRelation, store: storage.Storage, key: str, *,
-                  compression: str = "lz4_raw") -> str:
-    """Write a relation as one Parquet object under `store`; returns its URI.
-
-    Work files are read once, soon: LZ4 writes fastest. State that is kept uses zstd.
-    """
-    with local_output(store, key) as path:
-        rel.write_parquet(str(path), compression=compression)
-    return store.uri(key)
 
 
 def load(inventory: str, site_url: str, work_uri: str, *, section_depth: int = 1,
@@ -406,11 +318,10 @@ def clean_utf8(files: list[str], folder: Path) -> list[str]:
     row is rejected as `invalid_utf8`. pyarrow reads such strings, DuckDB does not."""
     import pyarrow.parquet as pq
 
-    base = os.path.commonpath([f.removeprefix("s3://") for f in files]) if len(files) > 1 else ""
-    fs = storage.s3_filesystem() if files and storage.is_s3(files[0]) else None
+    fs, paths = storage.arrow_files(files)
+    base = os.path.commonpath(paths) if len(paths) > 1 else ""
     cleaned: list[str] = []
-    for f in files:
-        path = f.removeprefix("s3://")
+    for path in paths:
         # keep the folders below the common base: Hive partition values live there
         rel = os.path.relpath(path, base) if base else os.path.basename(path)
         target = folder / rel

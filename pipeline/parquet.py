@@ -1,17 +1,23 @@
-"""Parquet files of the work and state prefixes, local or on S3, read with pyarrow.
+"""Parquet files of the inventory, the work and the state prefixes, on any storage.
 
-`pre_buffer=False` keeps memory flat: pyarrow's default pre-buffering holds a whole
-file's column chunks at once.
+Read with pyarrow (`open_parquet`, `read_table`) or as DuckDB views (`register_parquet`),
+written from a DuckDB relation (`write_parquet`). `pre_buffer=False` keeps memory flat:
+pyarrow's default pre-buffering holds a whole file's column chunks at once.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 
+import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline import storage
+
+#: Row ids in inventory order (file number, row in file), for the duplicate tie rule.
+ROW_ID = "_row_id"
 
 
 def open_parquet(uri: str) -> pq.ParquetFile:
@@ -23,3 +29,42 @@ def open_parquet(uri: str) -> pq.ParquetFile:
 def read_table(uri: str, columns: Sequence[str]) -> pa.Table:
     """Some columns of one Parquet file, whole (for narrow columns of a bounded part)."""
     return open_parquet(uri).read(columns=list(columns), use_threads=True)
+
+
+def register_parquet(con: duckdb.DuckDBPyConnection, name: str, files: list[str],
+                     *, row_ids: bool = False) -> None:
+    """Make the Parquet `files` (local or on a store) queryable as the view `name`.
+
+    With `row_ids`, the view has a ROW_ID column numbering rows in file order.
+    """
+    filesystem, paths = storage.arrow_files(files)
+    if filesystem is not None:
+        import pyarrow.dataset as ds
+
+        fmt = ds.ParquetFileFormat(
+            default_fragment_scan_options=ds.ParquetFragmentScanOptions(pre_buffer=False))
+        common = os.path.commonpath(paths)
+        dataset = ds.dataset(paths, format=fmt, filesystem=filesystem, partitioning="hive",
+                             partition_base_dir=common)
+        if row_ids:  # a dataset has no file_row_number: number the scan (one thread)
+            con.register(f"{name}_dataset", dataset)
+            con.sql(f"SELECT *, row_number() OVER () AS {ROW_ID} FROM {name}_dataset"
+                    ).create_view(name, replace=True)
+        else:
+            con.register(name, dataset)
+    else:
+        rel = con.read_parquet(files, hive_partitioning=True, union_by_name=True)
+        if row_ids:  # DuckDB's virtual columns: no window, the scan stays parallel
+            rel = rel.select(f"*, (file_index::BIGINT << 40) + file_row_number AS {ROW_ID}")
+        rel.create_view(name, replace=True)
+
+
+def write_parquet(rel: duckdb.DuckDBPyRelation, store: storage.Storage, key: str, *,
+                  compression: str = "lz4_raw") -> str:
+    """Write a relation as one Parquet object under `store`; returns its URI.
+
+    Work files are read once, soon: LZ4 writes fastest. State that is kept uses zstd.
+    """
+    with store.local_output(key) as path:
+        rel.write_parquet(str(path), compression=compression)
+    return store.uri(key)

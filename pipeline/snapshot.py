@@ -5,23 +5,36 @@ written from two sources, streamed into one Parquet file: the planned parts (eac
 shard's rows are a run of consecutive rows of its part, so the shard numbers are
 the shards' numbers repeated over their row ranges; nothing is joined), and, for the
 shards kept as they are published (whose rows are in no part), the diffed rows
-that the plan assigned to them (sql/reused_rows.sql).
+that the plan assigned to them (sql/reused_rows.sql). The next run reads it back with
+`register_snapshot`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
+import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline import sql, storage
-from pipeline.diff import SNAPSHOT_COLUMNS
 from pipeline.layout import CHANGES_KEY, REJECTS_KEY, SNAPSHOT_KEY, generation_key
-from pipeline.load import local_output, register_parquet
-from pipeline.parquet import open_parquet
-from pipeline.plan import Shard, register_assigned
+from pipeline.parquet import open_parquet, register_parquet, write_parquet
+
+if TYPE_CHECKING:  # plan reads the snapshot (register_snapshot): no import cycle at run time
+    from pipeline.plan import Shard
+
+#: The snapshot's columns: what the next run needs of this one.
+SNAPSHOT_COLUMNS = ("url", "section", "shard", "fingerprint", "lastmod", "first_seen",
+                    "last_changed")
+_EMPTY_SNAPSHOT = (
+    "SELECT NULL::VARCHAR AS url, NULL::VARCHAR AS section, NULL::INTEGER AS shard, "
+    "NULL::UBIGINT AS fingerprint, NULL::TIMESTAMPTZ AS lastmod, "
+    "NULL::TIMESTAMPTZ AS first_seen, NULL::TIMESTAMPTZ AS last_changed, "
+    "NULL::VARCHAR AS legacy_fingerprint WHERE false"
+)
 
 #: The snapshot's columns and types.
 SNAPSHOT_SCHEMA = pa.schema([
@@ -33,14 +46,35 @@ assert tuple(SNAPSHOT_SCHEMA.names) == SNAPSHOT_COLUMNS
 _PART_COLUMNS = [c for c in SNAPSHOT_COLUMNS if c != "shard"]
 
 
+def register_snapshot(con: duckdb.DuckDBPyConnection, snapshot_uri: str | None,
+                      name: str = "previous_rows") -> None:
+    """The view `name` (default `previous_rows`): the snapshot at `snapshot_uri`, or an
+    empty one. Its `fingerprint` is a 64-bit hash; a snapshot of an earlier version holds
+    md5 hex strings instead, which the view gives as `legacy_fingerprint` (diff_rows)."""
+    if not snapshot_uri:
+        con.sql(_EMPTY_SNAPSHOT).create_view(name, replace=True)
+        return
+    register_parquet(con, f"{name}_file", [snapshot_uri])
+    rel = con.sql(f"SELECT * FROM {name}_file")
+    types = {c: str(t).upper() for c, t in zip(rel.columns, rel.types, strict=True)}
+    if types.get("fingerprint") == "VARCHAR":
+        rel = con.sql(f"SELECT * EXCLUDE (fingerprint), NULL::UBIGINT AS fingerprint, "
+                      f"fingerprint AS legacy_fingerprint FROM {name}_file")
+    else:
+        rel = con.sql(f"SELECT *, NULL::VARCHAR AS legacy_fingerprint FROM {name}_file")
+    rel.create_view(name, replace=True)
+
+
 def write_snapshot(store: storage.Storage, key: str, *, planned_uris: Sequence[str],
                    shards: Sequence[Shard], diffed_uris: Sequence[str], bounds_uri: str,
                    output_format: str) -> int:
     """Write the snapshot to `key` of `store` (zstd); returns its row count."""
+    from pipeline.plan import register_assigned
+
     rows = 0
     # Dictionary encoding only for the section: the other columns are nearly unique, and
     # trying a dictionary on them made the file slower to write (a third) and larger.
-    with local_output(store, key) as path, pq.ParquetWriter(
+    with store.local_output(key) as path, pq.ParquetWriter(
             str(path), SNAPSHOT_SCHEMA, compression="zstd", use_dictionary=["section"]) as writer:
         for part, uri in enumerate(planned_uris):
             in_part = sorted((s for s in shards if s.part == part), key=lambda s: s.row_start or 0)
@@ -83,8 +117,6 @@ def save_state(*, planned_uris: Sequence[str], shards: Sequence[Shard], diffed_u
     partitions (the feed, IndexNow and the manifest's `state.changes` read one file):
     one part is uploaded as it is, several are written together into one file.
     """
-    from pipeline.load import write_parquet
-
     state = storage.open_storage(state_uri)
     work = storage.open_storage(work_uri)
     snapshot_key = generation_key(generation, SNAPSHOT_KEY)

@@ -53,7 +53,7 @@ def row_sums(files: Sequence[str]) -> tuple[int, int, int, list[str]] | None:
     """(rows, sum of hash(row), sum of hash('#', row), column names) of the inventory
     files; None when DuckDB cannot read them as they are (invalid UTF-8: the load cleans
     a copy)."""
-    from pipeline.load import register_parquet
+    from pipeline.parquet import register_parquet
 
     con = sql.connect()
     try:

@@ -76,7 +76,7 @@ def feed_entries(generations: list[tuple[str, datetime, str]], max_entries: int
                  ) -> list[tuple[str, str, str]]:
     """(url, change, updated) of the generations' changes files (newest first): each
     generation's newest entries (sql/feed_entries.sql) until `max_entries` are found."""
-    from pipeline.load import register_parquet
+    from pipeline.parquet import register_parquet
 
     con = sql.connect()
     rows: list[tuple[str, str, str]] = []

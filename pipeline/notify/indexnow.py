@@ -210,7 +210,7 @@ def generation_changed_urls(changes_uris: str | Sequence[str], fetch: int = INDE
                             ) -> Iterator[str]:
     """The URLs of a changes Parquet file, or of a run's changes parts read together
     (sql/indexnow_urls.sql), streamed."""
-    from pipeline.load import register_parquet
+    from pipeline.parquet import register_parquet
 
     con = sql.connect()
     register_parquet(con, "generation_changes", [changes_uris] if isinstance(changes_uris, str)

@@ -178,7 +178,7 @@ def freshness(snapshot_uri: str, at: str) -> list[tuple[str, int, str, int, int]
     """(section, URLs, newest lastmod, changed in 24 h, changed in 7 days) per section of a
     generation's snapshot, largest first (sql/report_freshness.sql); None when the snapshot
     cannot be read (garbage-collected)."""
-    from pipeline.load import register_parquet
+    from pipeline.parquet import register_parquet
 
     store, key = storage.open_file(snapshot_uri)
     if not store.exists(key):

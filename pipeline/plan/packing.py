@@ -34,8 +34,7 @@ from pipeline.config import Limits
 from pipeline.errors import ConfigError
 from pipeline.extensions import NAMESPACE_MARKERS
 from pipeline.layout import PLANNED_FOLDER, part_key
-from pipeline.load import register_parquet, write_parquet
-from pipeline.parquet import read_table
+from pipeline.parquet import read_table, register_parquet, write_parquet
 from pipeline.plan.model import FORMATS, Shard, SliceResult, _shard, section_limits
 from pipeline.plan.slices import provisional_base, read_prepared, slice_key, slices_of
 

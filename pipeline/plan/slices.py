@@ -37,12 +37,12 @@ import duckdb
 import pyarrow as pa
 
 from pipeline import sql, storage
-from pipeline.diff import register_snapshot
 from pipeline.errors import InternalError
 from pipeline.layout import BOUNDS_KEY, SHARDS_KEY, SLICE_INPUT_FOLDER, SLICES_KEY
-from pipeline.load import register_parquet, write_parquet
+from pipeline.parquet import register_parquet, write_parquet
 from pipeline.plan.model import PlanResult, Shard
 from pipeline.settings import environment
+from pipeline.snapshot import register_snapshot
 
 log = logging.getLogger(__name__)
 

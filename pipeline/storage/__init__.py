@@ -7,10 +7,13 @@
 
 `open_storage(uri)` picks the backend by the URI's scheme from `BACKENDS`; a new backend
 is one module with a `Storage` subclass, registered there by one line (and its import).
+`find_files` and `arrow_files` answer for files named by URI (an inventory, Parquet parts)
+through the same backend.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from pipeline.errors import ConfigError, StorageError
@@ -46,14 +49,21 @@ __all__ = [
     "BACKENDS", "CACHE_IMMUTABLE", "CACHE_SHORT", "CLIENT_HOOKS", "CONTENT_TYPES",
     "S3_PART_SIZE", "LocalStorage", "MissingCredentials", "ObjectInfo",
     "S3Settings", "S3Storage", "Storage", "StoredHeaders", "atomic_write", "configure_s3",
-    "content_type_for", "is_s3", "join", "open_file", "open_storage", "s3_client",
+    "arrow_files", "backend_for", "content_type_for", "find_files", "join", "open_file",
+    "open_storage", "s3_client",
     "s3_filesystem", "s3_settings", "translate_s3_error",
 ]
 
 
-def is_s3(uri: str) -> bool:
-    """Whether `uri` is on S3 (for code that builds DuckDB or pyarrow readers by URI)."""
-    return uri.startswith("s3://")
+def backend_for(uri: str) -> type[Storage]:
+    """The backend of a local path or a URI of a registered scheme (`s3://bucket/prefix`)."""
+    scheme, sep, _ = uri.partition("://")
+    if not sep or scheme == "file":
+        return LocalStorage
+    if scheme not in BACKENDS:
+        raise StorageError(f"unsupported storage URI {uri!r}: use a local folder or "
+                           "s3://bucket/prefix")
+    return BACKENDS[scheme]
 
 
 def open_storage(uri: str, client: Any | None = None) -> Storage:
@@ -61,14 +71,26 @@ def open_storage(uri: str, client: Any | None = None) -> Storage:
 
     `client`: the backend's client to use instead of a new one (a boto3 client on S3).
     """
-    scheme, sep, _ = uri.partition("://")
-    if not sep or scheme == "file":
+    backend: Any = backend_for(uri)
+    if backend is LocalStorage:
         return LocalStorage(uri.removeprefix("file://"))
-    if scheme not in BACKENDS:
-        raise StorageError(f"unsupported storage URI {uri!r}: use a local folder or "
-                           "s3://bucket/prefix")
-    backend: Any = BACKENDS[scheme]
     return backend(uri, client) if client is not None else backend(uri)  # type: ignore[no-any-return]
+
+
+def find_files(uri: str, suffix: str) -> list[str]:
+    """The files a path, a glob or a folder names, local or on a registered store, sorted
+    (a folder: every file below it whose name ends in `suffix`); empty when none."""
+    return backend_for(uri).find_files(uri, suffix)
+
+
+def arrow_files(uris: Sequence[str]) -> tuple[Any | None, list[str]]:
+    """The pyarrow filesystem and paths that read the files at `uris` (all on one store):
+    (None, the paths as they are) for local files, which DuckDB and pyarrow read
+    themselves."""
+    if not uris:
+        return None, []
+    backend = backend_for(uris[0])
+    return backend.arrow_filesystem(), [backend.arrow_path(u) for u in uris]
 
 
 def open_file(uri: str) -> tuple[Storage, str]:

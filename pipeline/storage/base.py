@@ -3,8 +3,9 @@
 Keys are relative to the root and use "/" separators. Every backend implements the
 abstract methods; the concrete ones here (bytes, JSON, listing keys) are written once on
 top of them. A caller never asks which backend it holds: what differs between backends
-(a local folder to remove, stored headers, the Arrow file to read Parquet from) is a
-method here with a sensible answer from each.
+(a local folder to remove, stored headers, the Arrow file to read Parquet from, how a
+glob is matched, where a file is written before it is stored) is a method here with a
+sensible answer from each.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import builtins
 import contextlib
 import json
 import shutil
+import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -133,7 +135,33 @@ class Storage(abc.ABC):
         """Create and remove one small object named after `name` at the root (the root is
         made if needed): proof that the root is writable. Raises the store's own error."""
 
+    @classmethod
+    @abc.abstractmethod
+    def find_files(cls, uri: str, suffix: str) -> builtins.list[str]:
+        """The files `uri` names, sorted: the file itself, those a glob (`*`, `?`, `[`)
+        matches, or every file below a folder whose name ends in `suffix`; empty when
+        none. As URIs of this backend (a local path for a local file)."""
+
     # --- what a backend may refine ----------------------------------------------------------
+
+    @classmethod
+    def arrow_filesystem(cls) -> Any | None:
+        """The pyarrow filesystem that reads this backend's files by `arrow_path`, or None:
+        they are local paths, which DuckDB and pyarrow read as they are."""
+        return None
+
+    @classmethod
+    def arrow_path(cls, uri: str) -> str:
+        """The path of the file at `uri` on `arrow_filesystem()`."""
+        return uri
+
+    @contextlib.contextmanager
+    def local_output(self, key: str) -> Iterator[Path]:
+        """A local path to write `key` at; stored under `key` when the block ends well."""
+        with tempfile.TemporaryDirectory(prefix="sitemaps-") as tmp:
+            path = Path(tmp) / Path(key).name
+            yield path
+            self.upload_file(path, key)
 
     @property
     def local_dir(self) -> Path | None:

@@ -3,8 +3,10 @@ beside the target, fsynced, renamed into place, the folder fsynced."""
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import fcntl
+import glob
 import hashlib
 import os
 import shutil
@@ -153,6 +155,23 @@ class LocalStorage(Storage):
 
     def arrow_input(self, key: str) -> Any:
         return str(self._p(key))
+
+    @classmethod
+    def find_files(cls, uri: str, suffix: str) -> builtins.list[str]:
+        path = uri.removeprefix("file://")
+        if any(c in path for c in "*?["):
+            return sorted(p for p in glob.glob(path, recursive=True) if os.path.isfile(p))
+        if os.path.isdir(path):
+            return sorted(str(p) for p in Path(path).rglob(f"*{suffix}") if p.is_file())
+        if os.path.isfile(path):
+            return [path]
+        return []
+
+    @contextlib.contextmanager
+    def local_output(self, key: str) -> Iterator[Path]:
+        path = self._p(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        yield path
 
     def upload_file(self, path: Path, key: str, *, cache_control: str | None = None) -> None:
         target = self._p(key)

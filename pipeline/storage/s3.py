@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import fnmatch
 import functools
 import os
 import tempfile
@@ -281,6 +282,29 @@ class S3Storage(Storage):
     def arrow_input(self, key: str) -> Any:
         with self._errors(key):
             return s3_filesystem().open_input_file(f"{self.bucket}/{self._k(key)}")
+
+    @classmethod
+    def arrow_filesystem(cls) -> Any:
+        return s3_filesystem()
+
+    @classmethod
+    def arrow_path(cls, uri: str) -> str:
+        return uri.removeprefix("s3://")
+
+    @classmethod
+    def find_files(cls, uri: str, suffix: str) -> builtins.list[str]:
+        bucket, _, key = uri.removeprefix("s3://").partition("/")
+        wildcard = next((i for i, c in enumerate(key) if c in "*?["), None)
+        base = key[:wildcard].rsplit("/", 1)[0] if wildcard is not None else key
+        candidates = [o.key for o in cls(f"s3://{bucket}").list(base)]
+        if wildcard is not None:
+            files = [k for k in candidates if fnmatch.fnmatchcase(k, key)]
+        elif key in candidates:
+            files = [key]
+        else:
+            prefix = key.rstrip("/") + "/"
+            files = [k for k in candidates if k.startswith(prefix) and k.endswith(suffix)]
+        return [f"s3://{bucket}/{k}" for k in sorted(files)]
 
     def probe_write(self, name: str) -> None:
         self.write_bytes(name, b"")

@@ -29,8 +29,9 @@ from pipeline.diff import (
     partitions_for,
 )
 from pipeline.errors import ConfigError
-from pipeline.load import load, register_parquet
+from pipeline.load import load
 from pipeline.notify import FEED_KEY, generation_changed_urls
+from pipeline.parquet import register_parquet
 from pipeline.publish import read_live
 from pipeline.run import RunOptions, run
 from pipeline.steps import begin, diff_combine_step, diff_partition_step, load_step

@@ -101,3 +101,31 @@ def test_the_local_backend_answers_what_callers_ask_of_any_store(tmp_path: Path)
     assert store.arrow_input("g/m.json") == str(tmp_path / "g" / "m.json")
     store.probe_write(".probe")
     assert os.listdir(tmp_path) == ["g"]
+
+
+def test_the_files_a_path_a_glob_or_a_folder_names(tmp_path: Path) -> None:
+    for name in ("inv/day=1/a.parquet", "inv/day=2/b.parquet", "inv/day=2/notes.txt"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_bytes(b"x")
+    inv = tmp_path / "inv"
+    a, b = str(inv / "day=1" / "a.parquet"), str(inv / "day=2" / "b.parquet")
+    assert storage.find_files(str(inv), ".parquet") == [a, b]
+    assert storage.find_files(f"{inv}/*/*.parquet", ".parquet") == [a, b]
+    assert storage.find_files(f"file://{a}", ".parquet") == [a]
+    assert storage.find_files(str(inv / "none"), ".parquet") == []
+
+
+def test_local_files_are_read_as_they_are_and_written_in_place(tmp_path: Path) -> None:
+    # no Arrow filesystem: DuckDB and pyarrow read local paths themselves
+    assert storage.arrow_files([str(tmp_path / "a.parquet")]) == (None, [str(tmp_path / "a.parquet")])
+    assert storage.arrow_files([]) == (None, [])
+    store = storage.open_storage(str(tmp_path))
+    with store.local_output("work/x.bin") as path:
+        assert path == tmp_path / "work" / "x.bin"
+        path.write_bytes(b"data")
+    assert store.read_bytes("work/x.bin") == b"data"
+
+
+def test_s3_files_are_read_through_the_arrow_filesystem() -> None:
+    backend = storage.backend_for("s3://bucket/inv/a.parquet")
+    assert backend.arrow_path("s3://bucket/inv/a.parquet") == "bucket/inv/a.parquet"
