@@ -31,6 +31,7 @@ from pipeline.context import (
 from pipeline.errors import InternalError, InventoryError, PublishConflict, TooManyRejects
 from pipeline.layout import LIVE_KEYS
 from pipeline.manifest import Manifest
+from pipeline.parts import Parts
 from pipeline.publish import (
     cross_submission_warning,
     missing_files,
@@ -229,8 +230,13 @@ def diff_partitions(ctx: RunContext) -> int:
     return int(_read(ctx, "load.json")["diff_partitions"])
 
 
-def _diff_part_name(partition: int) -> str:
-    return f"diff-{partition:05d}.json"
+#: Each diff partition's result, `diff-NNNNN.json`: its counts and parts, with the number
+#: of partitions load chose (a partition diffed for another number is stale).
+DIFF_RESULTS = Parts(
+    name="diff", what="diff partition", token_field="partitions",
+    missing_hint="run them first",
+    stale_hint="were diffed in another number of partitions than {count} (load ran "
+               "again?): clear them")
 
 
 def diff_partition_step(ctx: RunContext, partition: int) -> DiffCounts:
@@ -245,9 +251,9 @@ def diff_partition_step(ctx: RunContext, partition: int) -> DiffCounts:
                   ctx.work, with_news=ctx.options.format == "xml", partition=partition,
                   partitions=partitions)
     counts = DiffCounts(result.counts(), round(result.seconds, 3), partitions, partition)
-    _save(ctx, _diff_part_name(partition), {**counts.to_dict(),
-                                            "diffed_uris": result.diffed_uris,
-                                            "changes_uris": result.changes_uris})
+    DIFF_RESULTS.write(_work(ctx), partition, partitions, {
+        **counts.to_dict(), "diffed_uris": result.diffed_uris,
+        "changes_uris": result.changes_uris})
     return counts
 
 
@@ -260,16 +266,7 @@ def diff_combine_step(ctx: RunContext) -> DiffCounts:
     from pipeline.diff import DiffResult, combine
 
     partitions = diff_partitions(ctx)
-    work = _work(ctx)
-    missing = [p for p in range(partitions) if not work.exists(_diff_part_name(p))]
-    if missing:
-        raise InternalError(f"diff partition(s) {missing[:10]} of {partitions} have no result "
-                           f"({_diff_part_name(missing[0])} under {ctx.work}): run them first")
-    parts = [_read(ctx, _diff_part_name(p)) for p in range(partitions)]
-    stale = [d["partition"] for d in parts if d["partitions"] != partitions]
-    if stale:
-        raise InternalError(f"diff partition(s) {stale[:10]} were diffed in another number of "
-                           f"partitions than {partitions} (load ran again?): clear them")
+    parts = DIFF_RESULTS.gather(_work(ctx), partitions, partitions, where=ctx.work)
     result = combine([DiffResult(**{k: v for k, v in d.items()
                                     if k not in ("partition", "partitions")}) for d in parts])
     counts = DiffCounts(result.counts(), round(result.seconds, 3), partitions)

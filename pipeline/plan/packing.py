@@ -15,7 +15,6 @@ reused: its rows are in no part.
 from __future__ import annotations
 
 import itertools
-import json
 import logging
 import os
 import time
@@ -36,7 +35,7 @@ from pipeline.extensions import NAMESPACE_MARKERS
 from pipeline.layout import PLANNED_FOLDER, part_key
 from pipeline.parquet import read_table, register_parquet, write_parquet
 from pipeline.plan.model import FORMATS, Shard, SliceResult, _shard, section_limits
-from pipeline.plan.slices import provisional_base, read_prepared, slice_key, slices_of
+from pipeline.plan.slices import SLICE_RESULTS, provisional_base, read_prepared, slices_of
 
 log = logging.getLogger(__name__)
 
@@ -166,11 +165,11 @@ def plan_slice(work_uri: str, index: int, limits: Limits, *, output_format: str 
     con.execute("DROP TABLE IF EXISTS shard_bounds")
     result = SliceResult(index=index, part_uri=work.uri(_part_key(index)), shards=shards,
                          split=split, merged=merged, seconds=time.monotonic() - started)
-    work.write_bytes(slice_key(index), json.dumps({
-        "token": prepared["token"], "slice": asdict(sl), "index": index,
+    SLICE_RESULTS.write(work, index, prepared["token"], {
+        "slice": asdict(sl), "index": index,
         "part_uri": result.part_uri, "shards": [asdict(s) for s in shards],
         "split": split, "merged": merged, "seconds": round(result.seconds, 3),
-    }).encode())
+    })
     log.info("plan: slice %d/%d, %s: %d URLs in %d shards (%.1f s)", index + 1, len(slices),
              sl.describe(), sum(x.urls for x in shards), len(shards), result.seconds)
     return result

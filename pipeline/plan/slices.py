@@ -37,9 +37,9 @@ import duckdb
 import pyarrow as pa
 
 from pipeline import sql, storage
-from pipeline.errors import InternalError
 from pipeline.layout import BOUNDS_KEY, SHARDS_KEY, SLICE_INPUT_FOLDER, SLICES_KEY
 from pipeline.parquet import register_parquet, write_parquet
+from pipeline.parts import Parts
 from pipeline.plan.model import PlanResult, Shard
 from pipeline.settings import environment
 from pipeline.snapshot import register_snapshot
@@ -63,6 +63,13 @@ SAMPLES_PER_SLICE = 1_000
 SPLIT_INPUT_SLICES = 6
 #: Rows a slice's share of that split is held in memory before it is written.
 SPLIT_FLUSH_ROWS = 16_384
+#: Each slice's result, `plan-slice-NNNNN.json`: its shards under their planned numbers,
+#: with the token of the prepare that chose the slices.
+SLICE_RESULTS = Parts(
+    name="plan-slice", what="plan slice", token_field="token",
+    missing_hint="plan them first",
+    stale_hint="were planned before the slices were chosen again (plan-slices.json is "
+               "newer): plan them again")
 
 
 @dataclass(frozen=True)
@@ -254,15 +261,7 @@ def combine(work_uri: str) -> PlanResult:
     work = storage.open_storage(work_uri)
     prepared = read_prepared(work)
     slices = slices_of(prepared)
-    missing = [i for i in range(len(slices)) if not work.exists(slice_key(i))]
-    if missing:
-        raise InternalError(f"plan slice(s) {missing[:10]} of {len(slices)} have no result "
-                           f"({slice_key(missing[0])} under {work_uri}): plan them first")
-    results = [json.loads(work.read_bytes(slice_key(i))) for i in range(len(slices))]
-    stale = [r["index"] for r in results if r["token"] != prepared["token"]]
-    if stale:
-        raise InternalError(f"plan slice(s) {stale[:10]} were planned before the slices were "
-                           "chosen again (plan-slices.json is newer): plan them again")
+    results = SLICE_RESULTS.gather(work, len(slices), prepared["token"], where=work_uri)
     next_free: dict[str, int] = dict(prepared["next_free"])
     shards: list[Shard] = []
     for index, r in enumerate(results):
@@ -289,8 +288,3 @@ def combine(work_uri: str) -> PlanResult:
              len(shards), len({s.section for s in shards}), split, merged, len(slices),
              result.seconds)
     return result
-
-
-def slice_key(index: int) -> str:
-    """The work key of slice `index`'s result (its shards, under their planned numbers)."""
-    return f"plan-slice-{index:05d}.json"
