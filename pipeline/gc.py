@@ -40,6 +40,7 @@ from pipeline.layout import (
     RUNS_FOLDER,
     SHARDS_FOLDER,
     generation_key,
+    generation_time,
 )
 from pipeline.manifest import Manifest
 from pipeline.publish import read_live, utcnow
@@ -102,10 +103,7 @@ def decide(out_uri: str, state_uri: str, *, keep: int = DEFAULT_KEEP,
     out = storage.open_storage(out_uri)
     state = storage.open_storage(state_uri)
     history = list(live.manifest.get("history") or [live.manifest["generation"]])
-    # The last `keep` generations, and every one of the last `keep_days` (the feed and the
-    # report's trend read them); generation ids start with their UTC time.
-    since = (now - timedelta(days=keep_days)).strftime("%Y%m%dT%H%M%SZ")
-    kept = history[:keep] + [g for g in history[keep:] if g >= since]
+    kept = kept_generations(history, keep=keep, keep_days=keep_days, now=now)
     # Grace counts from retirement: a generation live until a moment ago keeps all its files.
     retired = live.manifest.get("retired") or {}
     in_grace = [g for g in history if g not in kept and g in retired
@@ -124,6 +122,15 @@ def decide(out_uri: str, state_uri: str, *, keep: int = DEFAULT_KEEP,
         if state.root != out.root else []
     return Decision(out_uri, state_uri, cutoff, kept + in_grace, doomed, doomed_state,
                     temporaries, state_temporaries)
+
+
+def kept_generations(history: list[str], *, keep: int, keep_days: float, now: datetime
+                     ) -> list[str]:
+    """The last `keep` generations of `history` (newest first), and every one made in the
+    last `keep_days` (the feed and the report's trend read them): generation ids begin
+    with their UTC time (layout.generation_time), so they compare with a time."""
+    since = generation_time(now - timedelta(days=keep_days))
+    return history[:keep] + [g for g in history[keep:] if g >= since]
 
 
 def live_keys(manifest: Manifest) -> set[str]:

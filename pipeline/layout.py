@@ -30,6 +30,8 @@ paths from these names only, so the trees below are the whole list:
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 # --- the output ------------------------------------------------------------------------------
 
 #: The live generation's full manifest; replaced by one conditional write per publish.
@@ -105,6 +107,17 @@ LIVE_KEYS = "live_keys.json"
 def root_index_name(n: int) -> str:
     """sitemap_index.xml, sitemap_index-2.xml, ..."""
     return ROOT_INDEX_NAME if n == 1 else f"{MORE_ROOT_INDEXES_PREFIX}{n}.xml"
+
+
+#: A generation id begins with the UTC time of its run in this format, so ids sort by time
+#: (publish.new_generation_id adds a random suffix; gc keeps the ids after a time).
+GENERATION_TIME_FORMAT = "%Y%m%dT%H%M%SZ"
+
+
+def generation_time(when: datetime) -> str:
+    """The time that begins the id of a generation made at `when`: an id made at or after
+    `when` compares greater than or equal to it, one made before compares less."""
+    return when.astimezone(UTC).strftime(GENERATION_TIME_FORMAT)
 
 
 def generation_key(generation: str, name: str = "") -> str:

@@ -40,6 +40,7 @@ from pipeline.layout import (
     ROBOTS_KEY,
     STATE_FILES,
     generation_key,
+    generation_time,
     root_index_name,
     state_file_key,
 )
@@ -132,7 +133,7 @@ def missing_files(out: storage.Storage, manifest: Manifest) -> list[str]:
 
 def new_generation_id(run_time: datetime) -> str:
     """Sortable by time, unique across racing runs."""
-    return f"{run_time.astimezone(UTC):%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}"
+    return f"{generation_time(run_time)}-{secrets.token_hex(3)}"
 
 
 def index_name(n: int) -> str:
