@@ -6,7 +6,8 @@ derived from it:
 
 - the flags of `sitemaps run` (`pipeline.cli` builds them with `add_arguments`),
 - the keys of a site block in the DAGs' TOML file (`pipeline.sites`),
-- the params of a manual DAG run (`pipeline.orchestration`).
+- the params of a manual DAG run (`pipeline.orchestration`),
+- the README's table of options (`options_table`; `python -m pipeline.settings` prints it).
 
 A new option is one field here (plus the code that uses it). `Environment` reads the
 `SITEMAPS_*` environment variables, in this one place, when asked (never at import time).
@@ -17,6 +18,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import re
 import types
 import typing
 from dataclasses import dataclass, field
@@ -308,6 +310,64 @@ def from_args(args: argparse.Namespace, **overrides: Any) -> RunOptions:
     return RunOptions(**{**values, **overrides})
 
 
+#: The README lines around the options table (`options_table` writes what is between).
+README_TABLE_BEGIN = ("<!-- options: made by `python -m pipeline.settings` from RunOptions; "
+                      "tests/unit/test_settings.py checks it -->")
+README_TABLE_END = "<!-- end of options -->"
+
+
+def options_table() -> str:
+    """The run options as a Markdown table: flag(s), site key, DAG param, help (with the
+    default). One row per field that has a flag or a site key; Limits' fields are rows."""
+    rows = ["| flag | site key | DAG param | meaning |", "| --- | --- | --- | --- |"]
+    for f, cls in _documented_fields():
+        opt: Option = f.metadata["option"]
+        flags = []
+        if opt.flag != "":
+            kind = base_type(cls, f.name)
+            arg = "" if kind is bool else " " + (
+                opt.metavar or ("{" + ",".join(opt.choices) + "}" if opt.choices
+                                else f.name.upper()))
+            flags.append(f"`{flag(f)}{arg}`")
+        if opt.off_flag:
+            flags.append(f"`{opt.off_flag}`")
+        meaning = help_text(f)
+        if opt.off_flag and opt.off_help and opt.flag != "":
+            meaning += f"; `{opt.off_flag}`: {opt.off_help}"
+        elif opt.off_flag and opt.off_help:
+            meaning = opt.off_help
+        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            meaning = "required: " + meaning
+        key = site_key(f)
+        rows.append(f"| {', '.join(flags) or '-'} | {f'`{key}`' if key else '-'} | "
+                    f"{'yes' if opt.param else ''} | {_markdown(meaning)} |")
+    return "\n".join(rows) + "\n"
+
+
+def _documented_fields() -> list[tuple[dataclasses.Field[Any], type]]:
+    out: list[tuple[dataclasses.Field[Any], type]] = []
+    for f in dataclasses.fields(RunOptions):
+        if f.name == "limits":
+            out += [(lf, Limits) for lf in dataclasses.fields(Limits)]
+        elif flag(f) or site_key(f):
+            out.append((f, RunOptions))
+    return out
+
+
+def _markdown(text: str) -> str:
+    """Help text in a table cell: placeholders such as `<out>/_state` as code (Markdown
+    would take <out> for an HTML tag), flags as code."""
+    text = re.sub(r"([^\s(]*<[^<>\s]+>[^\s,;)]*)", r"`\1`", text)
+    text = re.sub(r"(?<![`\w])(--[a-z][a-z-]*)", r"`\1`", text)
+    return text.replace("|", "\\|")
+
+
+def readme_table(readme: str) -> str:
+    """The options table as it stands in the README's text (between the two markers)."""
+    begin = readme.index(README_TABLE_BEGIN) + len(README_TABLE_BEGIN)
+    return readme[begin:readme.index(README_TABLE_END, begin)].strip("\n") + "\n"
+
+
 @dataclass(frozen=True)
 class Environment:
     """The `SITEMAPS_*` environment variables, read by `environment()` when it is called."""
@@ -351,3 +411,7 @@ def environment() -> Environment:
             raise ConfigError(f"${Environment.variable(f.name)} = {raw!r} is not a number") \
                 from None
     return Environment(**values)
+
+
+if __name__ == "__main__":
+    print(options_table(), end="")

@@ -105,3 +105,26 @@ def test_every_environment_variable_the_code_names_is_in_the_model() -> None:
              for m in re.findall(r"\bSITEMAPS_[A-Z_]+[A-Z]", p.read_text())}
     known = {Environment.variable(f.name) for f in dataclasses.fields(Environment)}
     assert named and named <= known, named - known
+
+
+def test_the_readme_options_table_is_the_models() -> None:
+    """The README's table of options is `settings.options_table()`, as is: a new option, a
+    new default or a new help text shows there once `python -m pipeline.settings` is pasted."""
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    assert settings.readme_table(readme) == settings.options_table(), (
+        "the README's options table differs from RunOptions: paste the output of "
+        "`python -m pipeline.settings` between its markers")
+
+
+def test_the_options_table_has_a_row_per_flag_and_site_key() -> None:
+    table = settings.options_table()
+    for f in dataclasses.fields(RunOptions):
+        if f.name == "limits":
+            continue
+        shown = [x for x in (settings.flag(f), settings.site_key(f)) if x]
+        assert all(x in table for x in shown), f.name
+    assert "| `--max-urls-per-sitemap N` | `max_urls_per_sitemap` |  | URLs per sitemap file " \
+           "(default and most 50,000) |" in table
+    assert "(default 0.10)" in table  # the default, formatted by the help text
