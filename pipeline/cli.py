@@ -236,23 +236,23 @@ def cmd_status(args: argparse.Namespace) -> int:
 
     report = status(args.out, deep=args.deep)
     if args.json:
-        print(json.dumps(report, indent=2, sort_keys=True))
-    elif report["live"] is not None:
-        for k, v in report.items():
+        print(json.dumps(report.to_dict(), indent=2, sort_keys=True))
+    elif report.live is not None:
+        for k, v in report.to_dict().items():
             if k != "generations":
                 print(f"{k}: {v}")
         print("kept generations (newest first):")
-        for g in report["generations"]:
-            where = "live" if g["live"] else f"retired {g['retired'] or '?'}"
-            files = "all files present" if not g["missing_files"] else \
-                f"{g['missing_files']:,} file(s) missing"
-            print(f"  {g['generation']}  {where:<28} {g['published']:>12,} URLs "
-                  f"{g['sitemaps']:>7,} sitemaps  created {g['created']} "
-                  f"({g['age_hours']:.1f} h ago)  {files}")
-    if report["live"] is None:  # a typo in --out must not look like a healthy output
+        for g in report.generations:
+            where = "live" if g.live else f"retired {g.retired or '?'}"
+            files = "all files present" if not g.missing_files else \
+                f"{g.missing_files:,} file(s) missing"
+            print(f"  {g.generation}  {where:<28} {g.published:>12,} URLs "
+                  f"{g.sitemaps:>7,} sitemaps  created {g.created} "
+                  f"({g.age_hours:.1f} h ago)  {files}")
+    if report.live is None:  # a typo in --out must not look like a healthy output
         print(f"error: no generation at {args.out}", file=sys.stderr)
         return 1
-    return 0 if report["ok"] else 1
+    return 0 if report.ok else 1
 
 
 def cmd_repair(args: argparse.Namespace) -> int:
@@ -260,11 +260,11 @@ def cmd_repair(args: argparse.Namespace) -> int:
 
     report = repair(args.out, args.state)
     if args.json:
-        print(json.dumps(report, indent=2, sort_keys=True))
-    elif report["repaired"]:
-        print(f"generation {report['live']} is live again (was: {report['previous'] or 'unreadable'})")
+        print(json.dumps(report.to_dict(), indent=2, sort_keys=True))
+    elif report.repaired:
+        print(f"generation {report.live} is live again (was: {report.previous or 'unreadable'})")
     else:
-        print(f"generation {report['live']} is live and intact; nothing to repair")
+        print(f"generation {report.live} is live and intact; nothing to repair")
     return 0
 
 
@@ -273,10 +273,10 @@ def cmd_rollback(args: argparse.Namespace) -> int:
 
     result = rollback(args.out, args.state, to=args.to)
     if args.json:
-        print(json.dumps(result, indent=2, sort_keys=True))
+        print(json.dumps(result.to_dict(), indent=2, sort_keys=True))
     else:
-        print(f"generation {result['live']} is live again ({result['published']:,} URLs in "
-              f"{result['sitemaps']:,} sitemaps); was: {result['previous']}")
+        print(f"generation {result.live} is live again ({result.published:,} URLs in "
+              f"{result.sitemaps:,} sitemaps); was: {result.previous}")
     return 0
 
 
@@ -355,17 +355,16 @@ def cmd_gc(args: argparse.Namespace) -> int:
 
     result = gc(args.out, args.state or default_state(args.out),
                 keep=args.keep_generations, grace_hours=args.grace_hours, dry_run=args.dry_run)
-    result.setdefault("deleted_state", [])  # absent when there is no generation
     if args.json:
-        print(json.dumps(result, indent=2, sort_keys=True))
+        print(json.dumps(result.to_dict(), indent=2, sort_keys=True))
     else:
         verb = "would delete" if args.dry_run else "deleted"
-        for key in result["deleted"] + result["deleted_state"]:
+        for key in result.deleted + result.deleted_state:
             print(f"{verb}: {key}")
-        if result["kept_generations"]:
-            print(f"{verb} {len(result['deleted']) + len(result['deleted_state'])} file(s); "
-                  f"kept generations {', '.join(result['kept_generations'])}")
-    if not result["kept_generations"]:  # a typo in --out must not look like a clean output
+        if result.kept_generations:
+            print(f"{verb} {len(result.deleted) + len(result.deleted_state)} file(s); "
+                  f"kept generations {', '.join(result.kept_generations)}")
+    if not result.kept_generations:  # a typo in --out must not look like a clean output
         print(f"error: no generation at {args.out}", file=sys.stderr)
         return 1
     return 0

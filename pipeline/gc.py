@@ -21,6 +21,7 @@ runs older than the grace period go too.
 
 from __future__ import annotations
 
+import dataclasses
 import fcntl
 import logging
 import os
@@ -87,6 +88,24 @@ class Decision:
     doomed_state: list[str] = field(default_factory=list)
     temporaries: list[str] = field(default_factory=list)
     state_temporaries: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class GcResult:
+    """What gc deleted (or, on a dry run, would delete) and which generations it kept."""
+
+    #: Empty when there is no live generation (nothing was deleted).
+    kept_generations: list[str]
+    #: Output keys, then private state keys, then leftover temporary files.
+    deleted: list[str]
+    deleted_state: list[str]
+    deleted_temporaries: list[str]
+    dry_run: bool
+    aborted_uploads: int
+    work_folders_removed: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
 
 
 def decide(out_uri: str, state_uri: str, *, keep: int = DEFAULT_KEEP,
@@ -177,7 +196,7 @@ def collect(decision: Decision) -> tuple[list[str], int]:
 
 def gc(out_uri: str, state_uri: str, *, keep: int = DEFAULT_KEEP,
        grace_hours: float = DEFAULT_GRACE_HOURS, dry_run: bool = False,
-       now: datetime | None = None, keep_days: float = DEFAULT_KEEP_DAYS) -> dict[str, Any]:
+       now: datetime | None = None, keep_days: float = DEFAULT_KEEP_DAYS) -> GcResult:
     """Delete (or, with `dry_run`, list) what no kept generation references."""
     d = decide(out_uri, state_uri, keep=keep, grace_hours=grace_hours, now=now,
                keep_days=keep_days)
@@ -190,9 +209,9 @@ def gc(out_uri: str, state_uri: str, *, keep: int = DEFAULT_KEEP,
              "folder(s) removed", "would delete" if dry_run else "deleted", len(deleted),
              len(d.doomed_state), len(d.temporaries) + len(d.state_temporaries),
              ", ".join(d.kept), grace_hours, aborted, work)
-    return {"kept_generations": d.kept, "deleted": deleted, "deleted_state": d.doomed_state,
-            "deleted_temporaries": d.temporaries + d.state_temporaries, "dry_run": dry_run,
-            "aborted_uploads": aborted, "work_folders_removed": work}
+    return GcResult(kept_generations=d.kept, deleted=deleted, deleted_state=d.doomed_state,
+                    deleted_temporaries=d.temporaries + d.state_temporaries, dry_run=dry_run,
+                    aborted_uploads=aborted, work_folders_removed=work)
 
 
 def make_work_folder() -> str:

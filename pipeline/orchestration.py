@@ -209,10 +209,10 @@ def rollback(site: SiteConfig) -> bool:
 
     with step(site):
         result = roll_back(site.out, site.state_uri, to=None if to == "previous" else to)
-    context["ti"].xcom_push(key="rollback", value=result)
+    context["ti"].xcom_push(key="rollback", value=result.to_dict())
     log.info("rollback: generation %s is live again (%s URLs in %d sitemaps); was %s; "
-             "every other task is skipped", result["live"], f"{result['published']:,}",
-             result["sitemaps"], result["previous"])
+             "every other task is skipped", result.live, f"{result.published:,}",
+             result.sitemaps, result.previous)
     return False
 
 

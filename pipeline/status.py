@@ -10,9 +10,11 @@ racing it loses, or wins, cleanly: exit 3 for the loser) and the root files' rep
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -42,7 +44,99 @@ from pipeline.w3c import format_w3c, parse_w3c
 log = logging.getLogger(__name__)
 
 
-def status(out_uri: str, deep: bool = False) -> dict[str, Any]:
+@dataclass(frozen=True)
+class KeptGeneration:
+    """A generation of the live history whose manifest is still stored."""
+
+    generation: str
+    live: bool
+    created: str
+    age_hours: float
+    published: int
+    sitemaps: int
+    #: When it stopped being live (None: the live one, or not recorded).
+    retired: str | None
+    #: Files it lists that are absent or of another size (0: it can be rolled back to).
+    missing_files: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class Status:
+    """`sitemaps status`: the live generation and whether all is in place (`ok`)."""
+
+    out: str
+    #: The live generation's id; None when there is none (every other field unset).
+    live: str | None
+    ok: bool
+    created: str | None = None
+    age_hours: float | None = None
+    published: int | None = None
+    sitemaps: int | None = None
+    #: The public URLs of the root index(es).
+    indexes: list[str] = field(default_factory=list)
+    root_index_matches: bool | None = None
+    missing_files: list[str] = field(default_factory=list)
+    #: Shards whose sha256 differs; None unless checked (`deep`).
+    corrupt_files: list[str] | None = None
+    #: The live manifest's `rollback` (from which generation, when), when it is a rollback's.
+    rollback: dict[str, Any] | None = None
+    generations: list[KeptGeneration] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able, in the order `sitemaps status` prints; `corrupt_files` only when
+        checked, `rollback` only when set, nothing but out, live and ok without a live one."""
+        if self.live is None:
+            return {"out": self.out, "live": None, "ok": self.ok}
+        return {
+            "out": self.out, "live": self.live, "created": self.created,
+            "age_hours": self.age_hours, "published": self.published,
+            "sitemaps": self.sitemaps, "indexes": self.indexes,
+            "root_index_matches": self.root_index_matches, "missing_files": self.missing_files,
+            **({"corrupt_files": self.corrupt_files} if self.corrupt_files is not None else {}),
+            **({"rollback": self.rollback} if self.rollback else {}),
+            "generations": [g.to_dict() for g in self.generations],
+            "ok": self.ok,
+        }
+
+
+@dataclass(frozen=True)
+class RepairResult:
+    """`sitemaps repair`: which generation is live, and whether it had to be restored."""
+
+    out: str
+    live: str
+    repaired: bool
+    root_files_fixed: int
+    #: The generation the broken live manifest named (None: unreadable); only when repaired.
+    previous: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"out": self.out, "live": self.live, "repaired": self.repaired}
+        if self.repaired:
+            d["previous"] = self.previous
+        return d | {"root_files_fixed": self.root_files_fixed}
+
+
+@dataclass(frozen=True)
+class RollbackResult:
+    """`sitemaps rollback`: the generation live again and the one it replaced."""
+
+    out: str
+    live: str
+    previous: str
+    published: int
+    sitemaps: int
+    committed: str
+    root_files_fixed: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def status(out_uri: str, deep: bool = False) -> Status:
     """The live generation of `out_uri`, its counts and age, and whether all is in place.
 
     `ok` is false when a file the live manifest lists is missing or of another size (one
@@ -51,7 +145,7 @@ def status(out_uri: str, deep: bool = False) -> dict[str, Any]:
     """
     live = read_live(out_uri)
     if live.manifest is None:
-        return {"out": out_uri, "live": None, "ok": True}
+        return Status(out=out_uri, live=None, ok=True)
     m = live.manifest
     out = storage.open_storage(out_uri)
     agree = all(out.read_bytes_or_none(i["key"]) == out.read_bytes_or_none(i["generation_key"])
@@ -65,21 +159,13 @@ def status(out_uri: str, deep: bool = False) -> dict[str, Any]:
             data = out.read_bytes_or_none(s["key"])
             if data is None or hashlib.sha256(data).hexdigest() != s["sha256"]:
                 corrupt.append(s["key"])
-    return {
-        "out": out_uri,
-        "live": m["generation"],
-        "created": m["created"],
-        "age_hours": _age_hours(m["created"]),
-        "published": m["counts"]["published"],
-        "sitemaps": len(m["sitemaps"]),
-        "indexes": [i["url"] for i in m["indexes"]],
-        "root_index_matches": agree,
-        "missing_files": missing,
-        **({"corrupt_files": corrupt} if deep else {}),
-        **({"rollback": m["rollback"]} if m.get("rollback") else {}),
-        "generations": kept_generations(out, m),
-        "ok": agree and not missing and not corrupt,
-    }
+    return Status(
+        out=out_uri, live=m["generation"], created=m["created"],
+        age_hours=_age_hours(m["created"]), published=m["counts"]["published"],
+        sitemaps=len(m["sitemaps"]), indexes=[i["url"] for i in m["indexes"]],
+        root_index_matches=agree, missing_files=missing,
+        corrupt_files=corrupt if deep else None, rollback=m.get("rollback") or None,
+        generations=kept_generations(out, m), ok=agree and not missing and not corrupt)
 
 
 def _age_hours(created: str) -> float:
@@ -87,14 +173,14 @@ def _age_hours(created: str) -> float:
     return round((datetime.now(UTC) - t).total_seconds() / 3600, 2)
 
 
-def kept_generations(out: storage.Storage, live: Manifest) -> list[dict[str, Any]]:
+def kept_generations(out: storage.Storage, live: Manifest) -> list[KeptGeneration]:
     """The live history's generations whose manifest is still stored, newest first: counts,
     age, when each stopped being live, and whether every file it lists is there (so it can
     be rolled back to; its snapshot is checked by the rollback itself). One listing per
     folder for all of them."""
     found: dict[str, int] = {}
     listed: set[str] = set()
-    rows = []
+    rows: list[KeptGeneration] = []
     retired = live.get("retired") or {}
     for gen in live.get("history") or [live["generation"]]:
         if gen == live["generation"]:
@@ -112,12 +198,11 @@ def kept_generations(out: storage.Storage, live: Manifest) -> list[dict[str, Any
             found.update((o.key, o.size) for o in out.list(folder))
             listed.add(folder)
         missing = sum(1 for k, size in want.items() if found.get(k) != size)
-        rows.append({
-            "generation": gen, "live": gen == live["generation"], "created": m["created"],
-            "age_hours": _age_hours(m["created"]),
-            "published": int((m.get("counts") or {}).get("published", 0)),
-            "sitemaps": len(m["sitemaps"]), "retired": retired.get(gen),
-            "missing_files": missing})
+        rows.append(KeptGeneration(
+            generation=gen, live=gen == live["generation"], created=m["created"],
+            age_hours=_age_hours(m["created"]),
+            published=int((m.get("counts") or {}).get("published", 0)),
+            sitemaps=len(m["sitemaps"]), retired=retired.get(gen), missing_files=missing))
     return rows
 
 
@@ -171,7 +256,7 @@ def rolled_back_key(generation: str) -> str:
 
 
 
-def repair(out_uri: str, state_uri: str | None = None) -> dict[str, Any]:
+def repair(out_uri: str, state_uri: str | None = None) -> RepairResult:
     """Make the newest intact generation live when the live manifest is unusable.
 
     Intact: its manifest parses, every file it lists is there with its size, and its
@@ -193,7 +278,8 @@ def repair(out_uri: str, state_uri: str | None = None) -> dict[str, Any]:
         assert data is not None
         if m is not None and _content(m) == _content(manifest_model.loads(data)):
             fixed = repair_root(out, m)
-            return {"out": out_uri, "live": live_gen, "repaired": False, "root_files_fixed": fixed}
+            return RepairResult(out=out_uri, live=live_gen, repaired=False,
+                                root_files_fixed=fixed)
     listed = [o.key for o in out.list(f"{GENERATIONS_FOLDER}/")]
     rolled_back = {k.split("/")[1] for k in listed if k.endswith("/" + ROLLED_BACK)}
     # Newest first, but a generation a rollback took out of service only when no other is
@@ -212,15 +298,15 @@ def repair(out_uri: str, state_uri: str | None = None) -> dict[str, Any]:
         fixed = repair_root(out, m)
         log.warning("repair: generation %s is live again (the live manifest was %s)", gen,
                     live_gen or "unreadable")
-        return {"out": out_uri, "live": gen, "repaired": True, "previous": live_gen,
-                "root_files_fixed": fixed}
+        return RepairResult(out=out_uri, live=gen, repaired=True, previous=live_gen,
+                            root_files_fixed=fixed)
     raise StorageError(f"no intact generation under {out.uri(GENERATIONS_FOLDER)}: nothing to "
                        "restore; remove manifest.json to start over with a first generation "
                        "(lastmods then restart from this run)")
 
 
 def rollback(out_uri: str, state_uri: str | None = None, to: str | None = None
-             ) -> dict[str, Any]:
+             ) -> RollbackResult:
     """Make generation `to` (default: the one before the live one) live again.
 
     `to` must be in the live manifest's history and intact (every file it lists there with
@@ -249,8 +335,8 @@ def rollback(out_uri: str, state_uri: str | None = None, to: str | None = None
     if to == current["generation"]:
         raise ConfigError(f"generation {to} is already live in {out_uri}: nothing to do")
     if to not in history:
-        kept = ", ".join(g["generation"] for g in kept_generations(out, current)
-                         if not g["live"]) or "none"
+        kept = ", ".join(g.generation for g in kept_generations(out, current)
+                         if not g.live) or "none"
         raise ConfigError(f"generation {to} is not in the history of {out_uri}; the kept "
                           f"generations one can roll back to: {kept} (`sitemaps status`)")
     target, problem = _check_generation(out, to, out_uri, state_uri)
@@ -286,7 +372,7 @@ def rollback(out_uri: str, state_uri: str | None = None, to: str | None = None
     log.warning("rollback: generation %s is live again in %s (was %s)", to, out_uri,
                 current["generation"])
     fixed = repair_root(out, manifest, previous=current)
-    return {"out": out_uri, "live": to, "previous": current["generation"],
-            "published": int(target["counts"].get("published", 0)),
-            "sitemaps": len(target["sitemaps"]), "committed": committed,
-            "root_files_fixed": fixed}
+    return RollbackResult(out=out_uri, live=to, previous=current["generation"],
+                          published=int(target["counts"].get("published", 0)),
+                          sitemaps=len(target["sitemaps"]), committed=committed,
+                          root_files_fixed=fixed)

@@ -476,8 +476,8 @@ def gc_step(ctx: RunContext, dry_run: bool = False) -> GcCounts:
         return GcCounts(skipped=True)
     result = gc(ctx.out, ctx.state, keep=ctx.options.keep_generations,
                 grace_hours=ctx.options.gc_grace_hours, dry_run=dry_run)
-    return GcCounts(deleted=len(result["deleted"]), deleted_state=len(result["deleted_state"]),
-                    aborted_uploads=result["aborted_uploads"])
+    return GcCounts(deleted=len(result.deleted), deleted_state=len(result.deleted_state),
+                    aborted_uploads=result.aborted_uploads)
 
 
 def notifies(ctx: RunContext) -> bool:

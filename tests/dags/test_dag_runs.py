@@ -276,7 +276,7 @@ def test_params_force_and_allow_shrink(
     body = bytearray(s3_bucket.client.get_object(Bucket=s3_bucket.name, Key=key)["Body"].read())
     body[len(body) // 2] ^= 0xFF
     s3_bucket.client.put_object(Bucket=s3_bucket.name, Key=key, Body=bytes(body))
-    assert status(out, deep=True)["corrupt_files"] == [damaged["key"]]
+    assert status(out, deep=True).corrupt_files == [damaged["key"]]
     shard_keys = [s["key"] for s in first_manifest["sitemaps"]]
     before = {k: s3_bucket.client.head_object(Bucket=s3_bucket.name, Key=f"out/{k}")[
         "LastModified"] for k in shard_keys}
@@ -294,8 +294,8 @@ def test_params_force_and_allow_shrink(
         head = s3_bucket.client.head_object(Bucket=s3_bucket.name, Key=f"out/{k}")
         assert head["LastModified"] > before[k], k
     check = status(out, deep=True)
-    assert check["ok"] and check["corrupt_files"] == [], check
-    assert check["live"] == first["generation"]
+    assert check.ok and check.corrupt_files == [], check
+    assert check.live == first["generation"]
 
     # A smaller inventory (its first 60% of rows): 40% fewer URLs is refused by the shrink
     # guard, the live generation stays ...
@@ -303,7 +303,7 @@ def test_params_force_and_allow_shrink(
     s3_bucket.client.upload_file(str(smaller), s3_bucket.name, "inventory/inv.parquet")
     with pytest.raises(ShrinkRefused):
         cli_run("inventory/inv.parquet")
-    assert status(out)["live"] == first["generation"]
+    assert status(out).live == first["generation"]
     # ... and published by a DAG run with the param `allow_shrink`.
     rc, log, _ = dags_test(env, "sitemaps_params", "--conf", '{"allow_shrink": true}')
     assert rc == 0, tail(log)

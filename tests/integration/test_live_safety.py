@@ -64,7 +64,7 @@ def test_gc_spares_a_shard_a_run_brought_back_after_gc_listed_it(s3_bucket: Any,
     assert _shard_keys(out) == keys_a
     collect(decision)
     report = status(out)
-    assert report["missing_files"] == [] and report["ok"], report
+    assert report.missing_files == [] and report.ok, report
     read_output(out, max_urls=50)
 
 
@@ -84,12 +84,12 @@ def test_gc_grace_counts_from_retirement_not_upload(s3_bucket: Any, tmp_path: Pa
     # An hour after the swap: a crawler holding A's index still finds every file.
     soon = gc(out, state, keep=1, grace_hours=48, keep_days=0,
               now=real_now + timedelta(days=10, hours=1))
-    assert not only_a & set(soon["deleted"]), soon["deleted"]
+    assert not only_a & set(soon.deleted), soon.deleted
     assert all(storage.open_storage(out).exists(k) for k in only_a)
     # Once the grace period has run from the retirement, they go.
     later = gc(out, state, keep=1, grace_hours=48, keep_days=0,
                now=real_now + timedelta(days=12, hours=1))
-    assert only_a <= set(later["deleted"])
+    assert only_a <= set(later.deleted)
 
 
 # -- 3: missing live files ---------------------------------------------------------------------
@@ -105,19 +105,19 @@ def test_status_finds_missing_and_corrupt_files_and_a_run_uploads_them_again(
     s3_bucket.client.put_object(Bucket=s3_bucket.name, Key=f"missing/{bad['key']}",
                                 Body=b"x" * bad["gzip_bytes"])
     report = status(out)
-    assert report["missing_files"] == [gone["key"]] and not report["ok"]
+    assert report.missing_files == [gone["key"]] and not report.ok
     assert main(["status", "--out", out]) == 1
     deep = status(out, deep=True)
-    assert deep["corrupt_files"] == [bad["key"]]
+    assert deep.corrupt_files == [bad["key"]]
     assert main(["status", "--out", out, "--deep"]) == 1
     # A run of the same inventory reuses every shard but the missing one, which it uploads.
     again = run(opts(inv, out, run_time=T0 + timedelta(hours=1)))
     assert again["counts"]["shards_written"] == 1
-    assert status(out)["ok"]
+    assert status(out).ok
     # A file damaged in place (same size) takes a deep check to see, and --force to rewrite.
-    assert status(out, deep=True)["corrupt_files"] == [bad["key"]]
+    assert status(out, deep=True).corrupt_files == [bad["key"]]
     run(opts(inv, out, run_time=T0 + timedelta(hours=2), force=True))
-    assert status(out, deep=True)["ok"]
+    assert status(out, deep=True).ok
     read_output(out, max_urls=50)
 
 
@@ -138,7 +138,7 @@ def test_an_empty_or_broken_manifest_is_refused_and_repaired(
     assert code == 2 and "sitemaps repair" in capsys.readouterr().err
     assert main(["-q", "status", "--out", out]) == 2
     assert main(["-q", "repair", "--out", out]) == 0
-    assert status(out)["live"] == second["generation"] and status(out)["ok"]
+    assert status(out).live == second["generation"] and status(out).ok
     # History survives: the shrink guard still sees 105 live URLs.
     with pytest.raises(Exception, match="fewer"):
         run(opts(inventory(tmp_path, 50, "c.parquet"), out, run_time=T0 + timedelta(hours=3)))
@@ -186,7 +186,7 @@ def test_a_damaged_snapshot_fails_with_exit_2_and_repair_restores(
     assert exc.value.exit_code == 2
     if damage == "rows_missing":
         assert "rows 40 instead of 103" in str(exc.value)
-    assert repair(out)["live"] == first["generation"]
+    assert repair(out).live == first["generation"]
     assert run(opts(inv, out, run_time=T0 + timedelta(hours=3)))["counts"]["published"] == 100
 
 
@@ -235,7 +235,7 @@ def test_a_commit_whose_reply_was_lost_is_a_commit(s3_bucket: Any, tmp_path: Pat
     summary = run(opts(inventory(tmp_path, 100, "b.parquet", 20), out,
                        run_time=T0 + timedelta(hours=1)))
     assert lose_reply.state["fired"] == 1
-    assert summary["published"] and status(out)["live"] == summary["generation"]
+    assert summary["published"] and status(out).live == summary["generation"]
 
 
 def test_a_lease_whose_reply_was_lost_is_held(s3_bucket: Any, lose_reply: Any) -> None:
@@ -311,7 +311,7 @@ def test_a_server_that_ignores_conditional_writes_is_refused(
     inv = inventory(tmp_path, 60)
     code = main(["-q", "run", "--inventory", inv, "--site-url", SITE, "--out", out])
     assert code == 2 and "ignored a conditional write" in capsys.readouterr().err
-    assert status(out)["live"] is None
+    assert status(out).live is None
     assert main(["-q", "run", "--inventory", inv, "--site-url", SITE, "--out", out,
                  "--no-conditional-write-check"]) == 0
 
@@ -329,7 +329,7 @@ def test_a_stalled_run_does_not_roll_the_root_back(s3_bucket: Any, tmp_path: Pat
     assert publish.repair_root(store, old) == 0
     assert store.read_bytes("sitemap_index.xml") == root
     assert store.read_bytes("robots-sitemaps.txt") == robots
-    assert status(out)["ok"]
+    assert status(out).ok
 
 
 def test_a_lease_release_never_removes_a_lease_another_run_took(s3_bucket: Any) -> None:
@@ -414,7 +414,7 @@ def test_gc_collects_temporary_files_and_dead_work_folders(tmp_path: Path,
     old = (datetime.now(UTC) - timedelta(hours=49)).timestamp()
     os.utime(leftover, (old, old))
     dry = gc(str(out), str(out / "_state"), dry_run=True)
-    assert dry["deleted_temporaries"] == ["sitemaps/.tmp-killed"] and leftover.exists()
+    assert dry.deleted_temporaries == ["sitemaps/.tmp-killed"] and leftover.exists()
     gc(str(out), str(out / "_state"))
     assert not leftover.exists() and fresh.exists()
     # Work folders: a dead run's (its lock is free) goes once old; a live run's stays.

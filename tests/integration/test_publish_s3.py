@@ -99,7 +99,7 @@ def test_end_to_end_on_s3(s3_bucket: Any, tmp_path: Path) -> None:
         assert head(Bucket=s3_bucket.name, Key=f"sitemaps/{key}")["CacheControl"] == \
             storage.CACHE_SHORT, key
     report = status(out)
-    assert report["root_index_matches"] and report["published"] == 180
+    assert report.root_index_matches and report.published == 180
 
     # A second run of the same inventory writes nothing: every object keeps its time.
     before = {o.key: o.modified for o in storage.open_storage(out).list("")}
@@ -206,7 +206,7 @@ def test_fault_at_every_request_of_a_publish(s3_bucket: Any, tmp_path: Path,
             summary = run(opts(inv2, s3_bucket.url(target), run_time=when + timedelta(hours=1)))
             result = read_output(s3_bucket.url(target), max_urls=50)
             assert len(result.locs) == 140 and summary["counts"]["published"] == 140
-            assert status(s3_bucket.url(target))["root_index_matches"]
+            assert status(s3_bucket.url(target)).root_index_matches
 
 
 def test_killed_process_leaves_previous_generation(s3_bucket: Any, tmp_path: Path) -> None:
@@ -250,7 +250,7 @@ def test_killed_process_leaves_previous_generation(s3_bucket: Any, tmp_path: Pat
                                  limits=Limits(max_urls=10)))
         assert summary["counts"]["published"] == 320
         assert len(read_output(s3_bucket.url(target), max_urls=10).locs) == 320
-        assert status(s3_bucket.url(target))["root_index_matches"]
+        assert status(s3_bucket.url(target)).root_index_matches
 
 
 def test_two_runs_racing_exactly_one_commits(s3_bucket: Any, tmp_path: Path) -> None:
@@ -272,7 +272,7 @@ def test_two_runs_racing_exactly_one_commits(s3_bucket: Any, tmp_path: Path) -> 
     finally:
         for ctx in ctxs:
             steps.finish(ctx)
-    assert status(out)["live"] == winner.generation
+    assert status(out).live == winner.generation
     read_output(out, max_urls=50)
 
 
@@ -310,26 +310,26 @@ def test_two_processes_racing(s3_bucket: Any, tmp_path: Path) -> None:
         line for line in stderr.splitlines() if line.startswith("error: another generation was "
                                                                 "published since this run started")]
     assert len(stderr.splitlines()) == 1 and stdout == ""
-    assert status(out)["live"] == json.loads(b.stdout)["generation"]
+    assert status(out).live == json.loads(b.stdout)["generation"]
     assert read_output(out).locs and len(read_output(out).locs) == 2000
 
 
 def test_shrink_guard(s3_bucket: Any, tmp_path: Path) -> None:
     out = s3_bucket.url("shrink")
     run(opts(inventory(tmp_path, 200, "full.parquet"), out))
-    live = status(out)["live"]
+    live = status(out).live
     empty = str(write_inventory(tmp_path / "empty.parquet", {"url": pa_empty()}))
     with pytest.raises(ShrinkRefused, match="no URL at all"):
         run(opts(empty, out, run_time=T0 + timedelta(hours=1)))
     with pytest.raises(ShrinkRefused, match="fewer"):
         run(opts(inventory(tmp_path, 150, "cut.parquet"), out, run_time=T0 + timedelta(hours=2)))
-    assert status(out)["live"] == live
+    assert status(out).live == live
     result = run(opts(inventory(tmp_path, 150, "cut.parquet"), out, allow_shrink=True,
                       run_time=T0 + timedelta(hours=3)))
-    assert result["published"] and status(out)["published"] == 150
+    assert result["published"] and status(out).published == 150
     # Within the threshold: published without the flag.
     run(opts(inventory(tmp_path, 140, "cut2.parquet"), out, run_time=T0 + timedelta(hours=4)))
-    assert status(out)["published"] == 140
+    assert status(out).published == 140
 
 
 def pa_empty() -> Any:
@@ -349,16 +349,16 @@ def test_gc_keeps_what_kept_generations_reference(s3_bucket: Any, tmp_path: Path
     shard_keys = {o.key for o in store.list("sitemaps/")}
     state = storage.join(out, "_state")
     kept = gc(out, state, keep=2, grace_hours=48, dry_run=False, keep_days=0)
-    assert kept["deleted"] == []  # everything is younger than the grace period
+    assert kept.deleted == []  # everything is younger than the grace period
     dry = gc(out, state, keep=2, grace_hours=0, dry_run=True, keep_days=0)
-    assert dry["deleted"] and {o.key for o in store.list("sitemaps/")} == shard_keys
+    assert dry.deleted and {o.key for o in store.list("sitemaps/")} == shard_keys
     done = gc(out, state, keep=2, grace_hours=0, keep_days=0)
-    assert sorted(done["deleted"]) == sorted(dry["deleted"])
+    assert sorted(done.deleted) == sorted(dry.deleted)
     read_output(out, max_urls=50)  # the live generation is whole
     import json
 
-    assert sorted(done["kept_generations"]) == gens[3:]  # the newest two: which, not how many
-    for gen in done["kept_generations"]:
+    assert sorted(done.kept_generations) == gens[3:]  # the newest two: which, not how many
+    for gen in done.kept_generations:
         m = json.loads(store.read_bytes(f"generations/{gen}/manifest.json"))
         assert all(store.exists(s["key"]) for s in m["sitemaps"])
     assert {o.key.split("/")[1] for o in store.list("generations/")} == set(gens[3:])
@@ -395,7 +395,7 @@ def test_transient_errors_are_retried_then_exit_75_and_no_secret_is_logged(
     caplog.set_level(logging.DEBUG)
     out = s3_bucket.url("transient")
     run(opts(inventory(tmp_path, 60, "a.parquet"), out))
-    gen = status(out)["live"]
+    gen = status(out).live
     tries: dict[str, int] = {}
     fail_tries = {"n": 2}
     body = b"<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>"
@@ -415,7 +415,7 @@ def test_transient_errors_are_retried_then_exit_75_and_no_secret_is_logged(
     try:
         summary = run(opts(inventory(tmp_path, 60, "b.parquet", 5), out,
                            run_time=T0 + timedelta(hours=1)))
-        assert summary["published"] and status(out)["live"] == summary["generation"] != gen
+        assert summary["published"] and status(out).live == summary["generation"] != gen
         assert tries == {"commit": 3, "shard": tries["shard"]} and tries["shard"] >= 3, tries
         read_output(out, max_urls=50)
         gen = summary["generation"]
@@ -429,7 +429,7 @@ def test_transient_errors_are_retried_then_exit_75_and_no_secret_is_logged(
         assert code == 75, err
         assert len(err.splitlines()) == 1 and err.startswith("error: ") and \
             "SlowDown" in err and "retry later" in err, err
-        assert status(out)["live"] == gen
+        assert status(out).live == gen
     finally:
         storage.CLIENT_HOOKS.remove(("before-send.s3", slow_down))
     secret = s3_bucket.secret_key
@@ -448,7 +448,7 @@ def test_gc_aborts_abandoned_multipart_uploads(s3_bucket: Any) -> None:
     s3_bucket.client.create_multipart_upload(Bucket=s3_bucket.name, Key="mp/sitemaps/x.xml.gz")
     result = gc(out, storage.join(out, "_state"), grace_hours=0,
                 now=datetime.now(UTC) + timedelta(minutes=1))
-    assert result["aborted_uploads"] == 1
+    assert result.aborted_uploads == 1
     assert not s3_bucket.client.list_multipart_uploads(Bucket=s3_bucket.name).get("Uploads")
 
 
@@ -467,7 +467,7 @@ def test_bad_storage_gives_clear_errors(s3_bucket: Any, tmp_path: Path,
                  "AWS_ACCESS_KEY_ID": s3_bucket.access_key,
                  "AWS_SECRET_ACCESS_KEY": s3_bucket.secret_key}.items():
         monkeypatch.setenv(k, v)
-    assert status(out)["root_index_matches"]
+    assert status(out).root_index_matches
     monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")  # nothing listens there
     monkeypatch.setenv("SITEMAPS_S3_ATTEMPTS", "2")
     monkeypatch.setenv("SITEMAPS_S3_CONNECT_TIMEOUT", "1")
@@ -485,4 +485,4 @@ def test_gc_keeps_a_week_of_generations_for_the_feed(s3_bucket: Any, tmp_path: P
     result = gc(out, storage.join(out, "_state"), keep=1, grace_hours=0, dry_run=True,
                 now=T0 + timedelta(days=9, hours=1))
     # keep=1 keeps the live one (day 9); keep_days=7 adds days 6 and 3, not day 0.
-    assert sorted(result["kept_generations"]) == sorted(gens)[1:] and len(gens) == 4
+    assert sorted(result.kept_generations) == sorted(gens)[1:] and len(gens) == 4

@@ -41,10 +41,10 @@ def test_rollback_makes_the_previous_generation_live_and_the_next_run_diffs_agai
     out = s3_bucket.url("rb")
     a, b = _two_generations(tmp_path, out)
     store = storage.open_storage(out)
-    gens = status(out)["generations"]
-    assert [(g["generation"], g["live"], g["published"], g["missing_files"]) for g in gens] == \
+    gens = status(out).generations
+    assert [(g.generation, g.live, g.published, g.missing_files) for g in gens] == \
         [(b, True, 100, 0), (a, False, 100, 0)]
-    assert gens[1]["retired"] and gens[0]["age_hours"] >= 0
+    assert gens[1].retired and gens[0].age_hours >= 0
 
     assert main(["rollback", "--out", out]) == 0
     assert f"generation {a} is live again" in capsys.readouterr().out
@@ -56,15 +56,15 @@ def test_rollback_makes_the_previous_generation_live_and_the_next_run_diffs_agai
     original = json.loads(store.read_bytes(f"generations/{a}/manifest.json"))
     assert live["sitemaps"] == original["sitemaps"] and live["indexes"] == original["indexes"]
     st = status(out, deep=True)
-    assert st["ok"] and st["live"] == a and st["root_index_matches"], st
-    assert st["rollback"]["from"] == b
+    assert st.ok and st.live == a and st.root_index_matches, st
+    assert st.rollback["from"] == b
     assert store.read_bytes("sitemap_index.xml") == \
         store.read_bytes(f"generations/{a}/sitemap_index.xml")
 
     # GC with no grace and one generation kept: what the live generation serves stays,
     # and generation b's files go, so rolling forward to b is refused before any swap.
     gc(out, storage.join(out, "_state"), keep=1, grace_hours=0, keep_days=0)
-    assert status(out, deep=True)["ok"]
+    assert status(out, deep=True).ok
     assert store.exists(f"_state/generations/{a}/snapshot.parquet")
     etag = store.read_with_etag("manifest.json")[1]
     assert main(["rollback", "--out", out, "--to", b]) == 2
@@ -119,7 +119,7 @@ def test_rollback_refuses_what_is_not_kept_or_not_intact(s3_bucket: Any, tmp_pat
     assert "its snapshot" in capsys.readouterr().err
     assert store.read_with_etag("manifest.json")[1] == etag
     store.write_bytes(snap, data)
-    assert rollback(out)["live"] == a
+    assert rollback(out).live == a
 
 
 def test_repair_after_a_rollback_restores_the_rolled_back_to_generation(
@@ -130,14 +130,14 @@ def test_repair_after_a_rollback_restores_the_rolled_back_to_generation(
     rollback(out)
     assert store.exists(f"generations/{b}/rolled-back.json")
     # Forward to b again (it clears b's mark, marks a), and back to a.
-    assert rollback(out, to=b)["live"] == b
+    assert rollback(out, to=b).live == b
     assert not store.exists(f"generations/{b}/rolled-back.json")
     assert store.exists(f"generations/{a}/rolled-back.json")
-    assert rollback(out)["live"] == a and _live(out)["history"][:2] == [a, b]
+    assert rollback(out).live == a and _live(out)["history"][:2] == [a, b]
     store.write_bytes("manifest.json", b"")
     # b is newer and intact, but a rollback took it out of service: repair brings back a.
-    assert repair(out)["live"] == a
-    assert status(out)["ok"] and status(out)["live"] == a
+    assert repair(out).live == a
+    assert status(out).ok and status(out).live == a
 
 
 def _live_manifest_of(store: storage.Storage, gen: str) -> dict[str, Any]:
@@ -202,11 +202,11 @@ def test_a_rollback_racing_a_publish(s3_bucket: Any, tmp_path: Path, before_comm
         steps.finish(ctx)
     assert _live(out)["generation"] == live
     st = status(out, deep=True)
-    assert st["ok"] and not st["missing_files"], st
+    assert st.ok and not st.missing_files, st
     # Nothing the winner serves is lost to GC (no grace, one generation kept), and the next
     # run diffs against the winner's snapshot.
     gc(out, storage.join(out, "_state"), keep=1, grace_hours=0, keep_days=0)
-    assert status(out, deep=True)["ok"]
+    assert status(out, deep=True).ok
     n, start = (110, 30) if winner == "publish" else (100, 0)
     again = run(opts(inventory(tmp_path, n, "again.parquet", start), out,
                      run_time=T0 + timedelta(hours=3)))
