@@ -25,7 +25,6 @@ from pipeline.config import Limits
 from pipeline.errors import ConfigError
 from pipeline.layout import SLICES_KEY
 from pipeline.plan.model import (
-    FORMATS,
     PlanResult,
     Shard,
     SliceResult,
@@ -52,6 +51,7 @@ from pipeline.plan.slices import (
     prepare,
     provisional_base,
 )
+from pipeline.settings import FORMATS
 
 __all__ = [
     "FORMATS", "MERGE_BELOW", "PROVISIONAL_SHIFT", "SAMPLES_PER_SLICE", "SLICES_KEY",

@@ -24,9 +24,6 @@ from pipeline.limits import MAX_URLS_PER_NEWS_SITEMAP
 from pipeline.sitemap_xml import FORMAT_VERSION, URLSET_FOOTER, urlset_header
 from pipeline.w3c import format_w3c
 
-#: Output formats: XML sitemaps (with extensions) or plain-text sitemaps.
-FORMATS = ("xml", "txt")
-
 
 @dataclass
 class Shard:

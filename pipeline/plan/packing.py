@@ -34,8 +34,9 @@ from pipeline.errors import ConfigError
 from pipeline.extensions import NAMESPACE_MARKERS
 from pipeline.layout import PLANNED_FOLDER, part_key
 from pipeline.parquet import read_table, register_parquet, write_parquet
-from pipeline.plan.model import FORMATS, Shard, SliceResult, _shard, section_limits
+from pipeline.plan.model import Shard, SliceResult, _shard, section_limits
 from pipeline.plan.slices import SLICE_RESULTS, provisional_base, read_prepared, slices_of
+from pipeline.settings import FORMATS
 
 log = logging.getLogger(__name__)
 
