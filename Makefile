@@ -34,8 +34,12 @@ $(VENV)/checkov/bin/checkov: $(VENV)/.installed
 	$(PYTHON) -m venv $(VENV)/checkov
 	$(VENV)/checkov/bin/pip install -q 'checkov>=3.2,<4'
 
+# Three workers (pytest-xdist), each test file on one of them: most of the suite waits on
+# Airflow, SeaweedFS and subprocesses, so three keep two cores busy. TEST_WORKERS=0 runs
+# it in one process.
+TEST_WORKERS ?= 3
 test: $(VENV)/.installed $(VENV)/checkov/bin/checkov chromium cluster-services
-	$(PY) -m pytest
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 # The fast part (about a minute): lint, types, the unit and SQL tests (not the clone of the
 # repository that test_self_contained.py runs: make test does). CI runs it first.
