@@ -214,12 +214,17 @@ def test_a_terminal_gets_one_line_per_step_and_errors_once(tmp_path: Path,
         lines = _screen_lines(raw)
         assert not any(" INFO " in ln for ln in lines), lines
         steps = [ln.split(":")[0].split(" ")[0] for ln in lines if ln.startswith(
-            ("load", "diff", "plan", "render", "publish", "notify", "gc"))]
+            ("begin", "load", "diff", "plan", "render", "publish", "notify", "gc"))]
         if again:  # pipeline.unchanged: the live generation's own input
-            assert steps == ["publish", "notify", "gc"], lines
+            assert steps == ["begin", "publish", "notify", "gc"], lines
+            assert any(ln.startswith("begin: ") and "are the live generation's" in ln
+                       for ln in lines), lines
             assert any("unchanged, still live" in ln for ln in lines), lines
         else:
-            assert steps == ["load", "diff", "plan", "render", "publish", "notify", "gc"], lines
+            assert steps == ["begin", "load", "diff", "plan", "render", "publish", "notify",
+                             "gc"], lines
+            assert any(ln.startswith("begin: ") and ln.endswith("live none") for ln in lines), \
+                lines
         assert again or any(ln.startswith("report: ") for ln in lines), lines
 
     code, raw = _on_a_terminal(["run", "--inventory", str(csv(tmp_path)), "--site-url", SITE,
