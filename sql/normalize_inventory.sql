@@ -63,13 +63,11 @@ SELECT
     priority,
     priority_invalid,
     content_hash,
-    ext_xml,
-    images_dropped,
-    videos_dropped,
-    alternates_dropped,
-    deprecated_tags,
-    news_name,
-    news_language,
-    news_date,
-    news_title
+    -- the extensions' columns as load made them (pipeline.extensions.extension_columns:
+    -- ext_xml, a drop counter per extension, deprecated_tags, the news fields): every
+    -- column of inventory_typed and of the steps above that is not named here
+    * EXCLUDE (url, row_id, invalid_utf8, lastmod, lastmod_raw_invalid, changefreq,
+               changefreq_invalid, priority, priority_invalid, content_hash, http_status,
+               canonical_url, noindex, redirect_to, encoded_url, canonical_checked, valid_url,
+               checked_url)
 FROM gated;
