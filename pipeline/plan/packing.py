@@ -201,7 +201,9 @@ def _plan_slice(con: duckdb.DuckDBPyConnection, work: storage.Storage, part: int
     a previous shard's lower bound, so at worst a tiny shard stays on its own there.
     """
     register_assigned(con, output_format)
-    stats = con.sql(sql.load_sql("group_stats")).fetchall()
+    # A first run repacks every section: its groups' longest lines are read from the part
+    # once it is written (below), not measured in a pass of their own.
+    stats = con.sql(sql.load_sql("new_section_stats" if first_run else "group_stats")).fetchall()
     groups, split, merged = _groups([row[:5] for row in stats], limits, first_run=first_run)
     # A group that keeps one base shard as it is: its key from the sums alone.
     members = Counter(g.group_id for g in groups)
@@ -227,9 +229,14 @@ def _plan_slice(con: duckdb.DuckDBPyConnection, work: storage.Storage, part: int
     # The rows go to Parquet in file order straight from the sort, never into a table.
     part_uri = write_parquet(con.sql(sql.load_sql("planned_rows")), work, _part_key(part))
     con.unregister("shard_groups")
-    by_id = {g.group_id: g for g in groups if not g.merged}
     cols = _read_narrow(part_uri)
     runs = _group_runs(cols["group_id"])
+    if first_run:  # the fills from each group's longest line, as group_stats gives it
+        longest = {gid: int(cols["line_bytes"][start:end].max()) for gid, start, end in runs}
+        groups, split, merged = _groups(
+            [(g.section, g.base_shard, g.urls, g.body, longest[g.group_id]) for g in groups],
+            limits, first_run=True)
+    by_id = {g.group_id: g for g in groups if not g.merged}
     pieces: list[tuple[int, int, int, int]] = []  # (group_id, sub, start, end)
     for group_id, start, end in runs:
         g = by_id[group_id]

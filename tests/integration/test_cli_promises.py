@@ -329,6 +329,24 @@ def test_every_limit_at_n_minus_1_n_and_n_plus_1(tmp_path: Path, limit: str) -> 
         assert got == [(12, 2), (12, 1), (12, 1)]
 
 
+def test_a_first_run_cuts_long_lines_before_the_byte_limit(tmp_path: Path) -> None:
+    """A byte limit of the overhead plus two and a half lines of 1,500-byte URLs: the plan
+    must keep the longest line's margin (a first run reads it from the planned part), so
+    no file holds three lines; without it a file would pass the limit by half a line."""
+    from pipeline.sitemap_xml import max_urlset_overhead
+
+    rows = [f"{SITE}p/{i:02d}-" + "x" * 1_460 for i in range(10)]
+    source = inv(tmp_path, "long.parquet", {"url": rows})
+    line = len(f"<url><loc>{rows[0]}</loc></url>\n")
+    limits = Limits(max_bytes=max_urlset_overhead() + line * 5 // 2)
+    out = tmp_path / "out"
+    run(RunOptions(inventory=source, site_url=SITE, out=str(out), limits=limits, run_time=T0))
+    result = read_output(str(out), max_urls=limits.max_urls, max_bytes=limits.max_bytes)
+    assert sorted(result.locs) == rows
+    sizes = [len(gzip.decompress(p.read_bytes())) for p in (out / "sitemaps").glob("*.gz")]
+    assert len(sizes) >= 4 and max(sizes) <= limits.max_bytes, sizes
+
+
 def test_feed_holds_the_newest_10000_changes_and_feed_days_0_writes_none(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     source = inv(tmp_path, "i.parquet", {"url": urls(10_005)})

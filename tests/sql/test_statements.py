@@ -237,6 +237,22 @@ def test_assigned_rows_and_group_stats(con: duckdb.DuckDBPyConnection) -> None:
     assert stats[0][5] == hashes["a/0"] ^ hashes["a/1"]
 
 
+def test_new_section_stats_has_group_stats_columns_and_each_sections_url_range(
+        con: duckdb.DuckDBPyConnection) -> None:
+    """A first run's groups: one per section, in section order, with its URL count and
+    smallest and largest URL, in the columns group_stats gives (plan reads them by position)."""
+    con.register("diffed", pa.table({"url": ["b/2", "a/9", "a/1", "b/1", "a/5"],
+                                     "section": ["b", "a", "a", "b", "a"]}))
+    got = con.sql(sql.load_sql("new_section_stats"))
+    assert [(r[0], r[1], r[2], r[9], r[10]) for r in got.fetchall()] == [
+        ("a", None, 3, "a/1", "a/9"), ("b", None, 2, "b/1", "b/2")]
+    con.register("assigned", pa.table({"section": ["a"], "base_shard": pa.array([None], pa.int32()),
+                                       "url": ["a/1"], "line_bytes": [1], "row_hash": [1],
+                                       "lastmod": pa.array([T], pa.timestamp("us", tz="UTC")),
+                                       "ns": [0], "changed": [True]}))
+    assert got.columns == con.sql(sql.load_sql("group_stats")).columns
+
+
 def test_planned_rows_leave_out_reused_groups_in_file_order(
         con: duckdb.DuckDBPyConnection) -> None:
     con.register("assigned", pa.table({
