@@ -4,27 +4,52 @@
 -- shard is a run of consecutive rows of the part; a group kept as it is, is one shard.
 -- Groups whose shard is already published unchanged (`reused`) are left out: render
 -- skips them and the snapshot takes their rows from the diff (reused_rows).
+-- The sort carries as little as it can, since moving its rows costs more than comparing
+-- them: each URL without the prefix all URLs of its group share (the first g.skip
+-- characters, $prefixes[group_id + 1], put back after the sort), the fields the line is
+-- made of and the state's; the section ($sections[group_id + 1]) and the line's measures
+-- (url_line.sql) are computed after it. 10M URLs: 7.3 s instead of 10.5 s here.
 -- Reads `assigned` and `shard_groups` (section, base_shard, group_id, reused, skip, made by
--- pipeline.plan). Parameters: none.
+-- pipeline.plan). Parameters: $prefixes and $sections (VARCHAR[], by group_id + 1), $format
+-- and $ns_markers (as assigned_rows).
+WITH sorted AS (
+    SELECT
+        g.group_id,
+        -- The URLs of a group share their first g.skip characters: comparing what follows
+        -- orders them the same, and much faster (DuckDB's sort keys begin with a string's
+        -- prefix; a short string is held inline).
+        substr(a.url, g.skip + 1) AS url_rest,
+        a.lastmod,
+        a.changefreq,
+        a.priority,
+        a.ext,
+        a.changed,
+        a.fingerprint,
+        a.first_seen,
+        a.last_changed
+    FROM assigned a
+    JOIN shard_groups g
+      ON a.section = g.section AND a.base_shard IS NOT DISTINCT FROM g.base_shard
+    WHERE NOT g.reused
+    ORDER BY g.group_id, url_rest
+),
+-- A projection of the sorted rows keeps their order.
+whole AS (
+    SELECT *, $prefixes[group_id + 1] || url_rest AS url FROM sorted
+)
 SELECT
-    g.group_id,
-    a.section,
-    a.url,
-    a.lastmod,
-    a.changefreq,
-    a.priority,
-    a.ext,
-    a.line_bytes,
-    a.row_hash,
-    a.ns,
-    a.changed,
-    a.fingerprint,
-    a.first_seen,
-    a.last_changed
-FROM assigned a
-JOIN shard_groups g
-  ON a.section = g.section AND a.base_shard IS NOT DISTINCT FROM g.base_shard
-WHERE NOT g.reused
--- The URLs of a group share their first g.skip characters: comparing what follows them
--- orders them the same, and much faster (DuckDB's sort keys begin with a string's prefix).
-ORDER BY g.group_id, substr(a.url, g.skip + 1);
+    group_id,
+    $sections[group_id + 1] AS section,
+    url,
+    lastmod,
+    changefreq,
+    priority,
+    ext,
+    line_bytes($format, url, lastmod, changefreq, priority, ext) AS line_bytes,
+    line_hash($format, url, lastmod, changefreq, priority, ext) AS row_hash,
+    line_namespaces($format, ext, $ns_markers) AS ns,
+    changed,
+    fingerprint,
+    first_seen,
+    last_changed
+FROM whole;

@@ -59,6 +59,20 @@ CREATE OR REPLACE MACRO url_line_bytes(url, lastmod, changefreq, priority, ext) 
     -- '<priority>' 10, '</priority>' 11
     + CASE WHEN priority IS NULL THEN 0 ELSE 21 + strlen(priority_text(priority)) END
     + coalesce(strlen(ext), 0);
+-- The three measures plan takes of a row's line, by output format ('xml', or 'txt': a line is
+-- the URL alone): its bytes, a hash of what it is made of (a shard's content identity is
+-- its count, bytes and the XOR of these, with no line rendered), and the extension
+-- namespaces it uses, as bit flags: bit i when ext holds markers[i + 1]
+-- (pipeline.extensions.NAMESPACE_MARKERS: 1 image, 2 video, 4 news, 8 xhtml).
+CREATE OR REPLACE MACRO line_bytes(fmt, url, lastmod, changefreq, priority, ext) AS
+    CASE WHEN fmt = 'txt' THEN strlen(url) + 1
+         ELSE url_line_bytes(url, lastmod, changefreq, priority, ext) END;
+CREATE OR REPLACE MACRO line_hash(fmt, url, lastmod, changefreq, priority, ext) AS
+    CASE WHEN fmt = 'txt' THEN hash(url) ELSE hash(url, lastmod, changefreq, priority, ext) END;
+CREATE OR REPLACE MACRO line_namespaces(fmt, ext, markers) AS
+    CASE WHEN fmt = 'txt' OR ext = '' THEN 0
+         ELSE list_sum(list_transform(markers,
+                  lambda marker, i: contains(ext, marker)::INTEGER << (i - 1))) END;
 -- raw_section: the first `depth` path segments below the site prefix, each with its '/',
 -- when the path goes on below them ('' otherwise, and for a row that is a reject code):
 -- /product/42 gives 'product/', /about and /?q=a/b give ''. One regexp_extract that names

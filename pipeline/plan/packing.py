@@ -218,16 +218,22 @@ def _plan_slice(con: duckdb.DuckDBPyConnection, work: storage.Storage, part: int
                        int(changed), output_format, part=None)
         if shard.key in reuse_keys:
             reused[g.group_id] = shard
+    prefixes = _common_prefixes(groups, stats)
     group_table = pa.table({
         "section": pa.array([g.section for g in groups], pa.string()),
         "base_shard": pa.array([g.base_shard for g in groups], pa.int32()),
         "group_id": pa.array([g.group_id for g in groups], pa.int64()),
         "reused": pa.array([g.group_id in reused for g in groups], pa.bool_()),
-        "skip": pa.array(_common_prefixes(groups, stats), pa.int64()),
+        "skip": pa.array([len(prefixes[g.group_id]) for g in groups], pa.int64()),
     })
     con.register("shard_groups", group_table)
+    sections = [""] * len(prefixes)
+    for g in groups:
+        sections[g.group_id] = g.section
     # The rows go to Parquet in file order straight from the sort, never into a table.
-    part_uri = write_parquet(con.sql(sql.load_sql("planned_rows")), work, _part_key(part))
+    part_uri = write_parquet(con.sql(sql.load_sql("planned_rows"), params={
+        "prefixes": prefixes, "sections": sections, "format": output_format,
+        "ns_markers": NAMESPACE_MARKERS}), work, _part_key(part))
     con.unregister("shard_groups")
     cols = _read_narrow(part_uri)
     runs = _group_runs(cols["group_id"])
@@ -267,16 +273,20 @@ def _plan_slice(con: duckdb.DuckDBPyConnection, work: storage.Storage, part: int
     return shards, split, merged
 
 
-def _common_prefixes(groups: list[Group], stats: list[tuple[Any, ...]]) -> list[int]:
-    """Per base shard row: the length of the prefix every URL of its group shares (the
-    common prefix of the group's smallest and largest URL), which the sort can skip."""
+def _common_prefixes(groups: list[Group], stats: list[tuple[Any, ...]]) -> list[str]:
+    """By group_id: the prefix every URL of the group shares (the common prefix of its
+    smallest and largest URL, its tiny merged shards' included), which the sort of
+    planned_rows can skip."""
     lo: dict[int, str] = {}
     hi: dict[int, str] = {}
     for g, row in zip(groups, stats, strict=True):
         gid = g.group_id
         lo[gid] = min(lo.get(gid, row[9]), row[9])
         hi[gid] = max(hi.get(gid, row[10]), row[10])
-    return [_ascii_prefix_length(lo[g.group_id], hi[g.group_id]) for g in groups]
+    prefixes = [""] * (max(lo, default=-1) + 1)
+    for gid in lo:
+        prefixes[gid] = lo[gid][:_ascii_prefix_length(lo[gid], hi[gid])]
+    return prefixes
 
 
 def _ascii_prefix_length(a: str, b: str) -> int:
