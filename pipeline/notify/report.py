@@ -9,29 +9,25 @@ the indexability gate's reasons marked, added, changed, removed, shards written
 and reused), per-section freshness (newest lastmod, URLs changed in the last 24
 hours and 7 days, from the generation's snapshot), how full the shards are
 against the limits, the largest sections, and the trend of published URLs over
-the kept generations. Charts are drawn by matplotlib and embedded as PNG data
-URIs, so the page needs no server and no other file.
+the kept generations. The charts are inline SVG (pipeline/notify/charts.py), so the
+page needs no server and no other file.
 """
 
 from __future__ import annotations
 
-import base64
 import html
-import io
 import logging
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pipeline import sql, storage
 from pipeline.config import Limits
 from pipeline.errors import ConfigError
 from pipeline.layout import GENERATION_MANIFEST, REPORT_KEY, default_state, generation_key
 from pipeline.manifest import Manifest, SitemapEntry
+from pipeline.notify import charts
 from pipeline.publish import read_live, state_files
 from pipeline.w3c import parse_w3c
-
-if TYPE_CHECKING:
-    from matplotlib.figure import Figure
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +40,9 @@ TREND_GENERATIONS = 30
 TOP_SECTIONS = 15
 #: Above this many shards the fill chart shows the sorted fill curve instead of bars.
 MAX_SHARD_BARS = 80
+#: The fill chart's series, and the trend's published URLs.
+URLS_COLOR = "#1f77b4"
+BYTES_COLOR = "#ff7f0e"
 
 _CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:2em auto;
@@ -51,7 +50,7 @@ max-width:1100px;color:#222;padding:0 1em}
 h1{font-size:1.5em}h2{font-size:1.2em;margin-top:2em;border-bottom:1px solid #ddd}
 table{border-collapse:collapse;margin:.5em 0}td,th{padding:.25em .8em;border:1px solid #ddd;
 text-align:right}th{background:#f4f4f4}td:first-child,th:first-child{text-align:left}
-img{max-width:100%;height:auto}.warn{color:#a40}.muted{color:#777}
+svg{display:block;max-width:100%;height:auto;margin:.5em 0}.warn{color:#a40}.muted{color:#777}
 """
 
 
@@ -66,45 +65,26 @@ def _table(headers: Iterable[str], rows: Iterable[Iterable[Any]], cls: str = "")
     return f"<table{attr}><tr>{head}</tr>{body}</table>"
 
 
-def _png(fig: Figure, alt: str) -> str:
-    buf = io.BytesIO()
-    # Constrained layout already fits the labels; "tight" bbox would draw everything twice.
-    fig.savefig(buf, format="png", dpi=100, pil_kwargs={"compress_level": 3})
-    data = base64.b64encode(buf.getvalue()).decode("ascii")
-    return f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{data}">'
-
-
-def _figure(width: float, height: float) -> Figure:
-    # The object API, not pyplot: no global state, safe in threads and workers.
-    from matplotlib.figure import Figure
-
-    return Figure(figsize=(width, height), layout="constrained")
-
-
 def shard_fill_chart(sitemaps: list[SitemapEntry], limits: Limits) -> str:
     """URLs and uncompressed bytes of each shard as a share of the limits."""
-    fig = _figure(11, 4)
-    ax = fig.add_subplot()
     urls = [100 * s["urls"] / limits.max_urls for s in sitemaps]
     size = [100 * s["bytes"] / limits.max_bytes for s in sitemaps]
+    urls_name = f"URLs (limit {limits.max_urls:,})"
+    size_name = f"bytes (limit {limits.max_bytes:,})"
+    alt = "Shard fill: URLs and bytes per sitemap file against the limits"
+    limit = charts.Rule("limit", "#c00", 100)
     if len(sitemaps) <= MAX_SHARD_BARS:
-        xs = range(len(sitemaps))
-        ax.bar([x - 0.2 for x in xs], urls, width=0.4, label=f"URLs (limit {limits.max_urls:,})")
-        ax.bar([x + 0.2 for x in xs], size, width=0.4,
-               label=f"bytes (limit {limits.max_bytes:,})")
-        ax.set_xticks(list(xs), [f"{s['section']}-{s['shard']}" for s in sitemaps],
-                      rotation=90, fontsize=7)
-        ax.set_xlabel("sitemap file (section-shard)")
-    else:
-        ax.plot(sorted(urls, reverse=True), label=f"URLs (limit {limits.max_urls:,})")
-        ax.plot(sorted(size, reverse=True), label=f"bytes (limit {limits.max_bytes:,})")
-        ax.set_xlabel(f"{len(sitemaps):,} sitemap files, fullest first")
-    ax.axhline(100, color="#c00", linestyle="--", linewidth=1, label="limit")
-    ax.set_ylabel("% of the limit")
-    ax.set_ylim(0, 125)
-    ax.set_title("Shard fill")
-    ax.legend(loc="upper right", ncols=3, fontsize=8)
-    return _png(fig, "Shard fill: URLs and bytes per sitemap file against the limits")
+        bars = charts.Panel([charts.Series(urls_name, URLS_COLOR, urls),
+                             charts.Series(size_name, BYTES_COLOR, size)],
+                            "bars", "% of the limit", y_top=125, rule=limit)
+        return charts.xy_chart(alt, "Shard fill", [bars],
+                               categories=[f"{s['section']}-{s['shard']}" for s in sitemaps],
+                               x_title="sitemap file (section-shard)")
+    lines = charts.Panel([charts.Series(urls_name, URLS_COLOR, sorted(urls, reverse=True)),
+                          charts.Series(size_name, BYTES_COLOR, sorted(size, reverse=True))],
+                         "line", "% of the limit", y_top=125, rule=limit)
+    return charts.xy_chart(alt, "Shard fill", [lines],
+                           x_title=f"{len(sitemaps):,} sitemap files, fullest first")
 
 
 def sections(sitemaps: list[SitemapEntry]) -> list[tuple[str, int, int, int]]:
@@ -120,35 +100,26 @@ def sections(sitemaps: list[SitemapEntry]) -> list[tuple[str, int, int, int]]:
 
 
 def sections_chart(rows: list[tuple[str, int, int, int]]) -> str:
-    top = rows[:TOP_SECTIONS][::-1]
-    fig = _figure(11, max(2.0, 0.35 * len(top) + 1))
-    ax = fig.add_subplot()
-    ax.barh([r[0] for r in top], [r[1] for r in top], color="#4a7")
-    ax.set_xlabel("URLs")
-    ax.set_title(f"Largest sections (top {len(top)} of {len(rows)})")
-    return _png(fig, "Largest sections by URLs")
+    top = rows[:TOP_SECTIONS]
+    return charts.hbar_chart("Largest sections by URLs",
+                             f"Largest sections (top {len(top)} of {len(rows)})",
+                             [r[0] for r in top], [r[1] for r in top], color="#4a7",
+                             x_title="URLs")
 
 
 def trend_chart(trend: list[dict[str, Any]]) -> str:
     """Published URLs, and added/changed/removed, per generation (oldest first)."""
-    fig = _figure(11, 5)
-    top, bottom = fig.subplots(2, 1, sharex=True)
-    labels = [t["created"].replace("T", "\n").rstrip("Z") for t in trend]
-    xs = list(range(len(trend)))
-    published = [t["published"] for t in trend]
-    top.plot(xs, published, marker="o")
-    top.set_ylabel("published URLs")
-    top.set_ylim(0, max(published, default=0) * 1.15 + 1)
-    top.set_title(f"Last {len(trend)} generation(s)")
-    width = 0.27
-    for i, (name, color) in enumerate((("added", "#4a7"), ("changed", "#47a"),
-                                       ("removed", "#c54"))):
-        bottom.bar([x + (i - 1) * width for x in xs], [t[name] for t in trend], width=width,
-                   label=name, color=color)
-    bottom.set_ylabel("URLs")
-    bottom.legend(fontsize=8)
-    bottom.set_xticks(xs, labels, fontsize=7)
-    return _png(fig, "Trend of published URLs and changes per generation")
+    published = charts.Panel([charts.Series("published URLs", URLS_COLOR,
+                                            [t["published"] for t in trend])],
+                             "points", "published URLs", height=180, legend=False)
+    changes = charts.Panel([charts.Series(name, color, [t[name] for t in trend])
+                            for name, color in (("added", "#4a7"), ("changed", "#47a"),
+                                                ("removed", "#c54"))],
+                           "bars", "URLs", height=180)
+    return charts.xy_chart("Trend of published URLs and changes per generation",
+                           f"Last {len(trend)} generation(s)", [published, changes],
+                           categories=[t["created"].replace("T", " ").rstrip("Z")
+                                       for t in trend])
 
 
 def trend_points(out: storage.Storage, manifest: Manifest,

@@ -179,7 +179,7 @@ def open_report_tab(base_url: str, password: str, dag_id: str, run_id: str, tmp:
         text = browser.wait("the report in the tab", lambda: (
             lambda t: t if t and "Sitemaps report" in t else None)(
             browser.frame_text("sitemaps-report/")), timeout=90)
-        time.sleep(1.0)  # the charts' images decode before the screenshot
+        time.sleep(1.0)  # the frame finishes painting (its charts are inline SVG) before the shot
         shot = browser.screenshot(ARTIFACTS / screenshot)
         return text, shot
     finally:

@@ -3,8 +3,8 @@ charts, the trend, one page per generation, under the private state prefix."""
 
 from __future__ import annotations
 
-import base64
 import re
+import xml.etree.ElementTree as ET
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -13,6 +13,7 @@ from lxml import html as lxml_html
 
 from pipeline.config import Limits
 from pipeline.notify.report import (
+    MAX_SHARD_BARS,
     REPORT_KEY,
     read_report,
     render_report,
@@ -26,6 +27,7 @@ pytestmark = pytest.mark.integration
 SITE = "https://www.example.com/"
 T0 = datetime(2026, 12, 1, 3, 0, tzinfo=UTC)
 LIMITS = Limits(max_urls=10)
+SVG = "{http://www.w3.org/2000/svg}"
 
 
 def publish_two(tmp_path: Path) -> tuple[str, list[dict]]:
@@ -44,6 +46,19 @@ def publish_two(tmp_path: Path) -> tuple[str, list[dict]]:
 def cells(doc: lxml_html.HtmlElement, table: str) -> dict[str, str]:
     rows = doc.xpath(f"//table[{table}]//tr[td]")
     return {r.xpath("td[1]")[0].text_content(): r.xpath("td[2]")[0].text_content() for r in rows}
+
+
+def charts(page: str) -> list[ET.Element]:
+    """The page's inline SVG charts, each parsed as XML (so well-formed)."""
+    found = [ET.fromstring(svg) for svg in re.findall(r"<svg\b.*?</svg>", page, re.DOTALL)]
+    for chart in found:
+        assert chart.get("role") == "img" and chart.get("aria-label")
+        assert chart.findtext(f"{SVG}title") == chart.get("aria-label")
+    return found
+
+
+def texts(chart: ET.Element) -> list[str]:
+    return [t.text or "" for t in chart.iter(f"{SVG}text")]
 
 
 def test_report_shows_counts_charts_sections_and_trend(tmp_path: Path) -> None:
@@ -78,19 +93,34 @@ def test_report_shows_counts_charts_sections_and_trend(tmp_path: Path) -> None:
     assert fresh["product"] == ["24", "2026-12-01T03:00:00Z", "0", "24"]
     assert fresh["news"] == ["1", "2026-12-02T03:00:00Z", "1", "1"]
 
-    images = doc.xpath("//img/@src")
-    assert len(images) == 3  # shard fill, largest sections, trend
-    for src in images:
-        assert src.startswith("data:image/png;base64,")
-        png = base64.b64decode(src.split(",", 1)[1])
-        assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 5_000
+    fill, largest, trend = charts(page)
+    assert "<img" not in page
+    # Shard fill: two bars (URLs, bytes) per sitemap file, named section-shard, and the limit.
+    files = ["blog-0", "news-0", "product-0", "product-1", "product-2"]
+    assert counts["sitemap files"] == str(len(files))
+    assert len(fill.findall(f"{SVG}rect[@class='bar']")) == 2 * len(files)
+    assert sorted(t for t in texts(fill) if t in files) == files
+    assert {"URLs (limit 10)", "limit", "125"} <= set(texts(fill))
     assert "20 URLs" not in page and "10 URLs" in page  # the run's limits, not the protocol's
+    # Largest sections: one bar per section, largest first, as long as its URLs.
+    bars = largest.findall(f"{SVG}rect[@class='bar']")
+    assert [b.findtext(f"{SVG}title") for b in bars] == ["product: 24", "blog: 4", "news: 1"]
+    widths = [float(b.get("width", "")) for b in bars]
+    assert widths[0] > widths[1] > widths[2] > 0 and widths[0] / widths[1] == pytest.approx(6, 0.01)
+    # Trend: a point per generation (oldest first, higher when more URLs are published) over
+    # the added/changed/removed bars.
+    points = trend.findall(f"{SVG}circle[@class='point']")
+    assert len(points) == len(summaries) == 2
+    assert float(points[0].get("cx", "")) < float(points[1].get("cx", ""))
+    assert len(trend.findall(f"{SVG}rect[@class='bar']")) == 3 * len(summaries)
+    assert {"added", "changed", "removed", "2026-12-02 03:00:00"} <= set(texts(trend))
 
     sections = cells(doc, "tr/th[4][text()='bytes (uncompressed)']")
     assert list(sections) == ["product", "blog", "news"] and sections["product"] == "24"
     trend_gens = doc.xpath("//table[tr/th[1][text()='generation']]//tr/td[1]/text()")
     assert trend_gens == [s["generation"] for s in reversed(summaries)]
-    assert not re.search(r"https?://(?!www\.example\.com)", page)  # self-contained
+    # Self-contained: the SVG namespace is a name, not something to load.
+    assert not re.search(r"https?://(?!www\.example\.com|www\.w3\.org/2000/svg\b)", page)
 
 
 def test_an_older_generation_keeps_its_own_report(tmp_path: Path) -> None:
@@ -123,3 +153,19 @@ def test_every_reject_reason_is_shown_the_gate_marked() -> None:
                     ["redirect", "5", "0.50%", "indexability gate"],
                     ["off_site", "4", "0.40%", "URL rules"],
                     ["some_future_reason", "1", "0.10%", "URL rules"]]
+
+
+def test_many_shards_are_drawn_as_fill_curves_fullest_first() -> None:
+    n = MAX_SHARD_BARS + 1
+    sitemaps = [{"section": "product", "shard": i, "urls": 1 + i * 97 % 50_000,
+                 "bytes": 1_000 + i * 7_919 % 50_000_000} for i in range(n)]
+    manifest = {"generation": "g", "created": "2026-12-01T03:00:00Z", "site_url": SITE,
+                "indexes": [], "sitemaps": sitemaps, "counts": {}}
+    fill = charts(render_report(manifest, []))[0]
+    assert fill.findall(f"{SVG}rect[@class='bar']") == []
+    lines = fill.findall(f"{SVG}polyline")
+    assert len(lines) == 2  # URLs and bytes
+    for line in lines:
+        ys = [float(p.split(",")[1]) for p in line.get("points", "").split()]
+        assert len(ys) == n and ys == sorted(ys)  # fullest (highest, smallest y) first
+    assert f"{n:,} sitemap files, fullest first" in texts(fill)
