@@ -169,3 +169,15 @@ def test_many_shards_are_drawn_as_fill_curves_fullest_first() -> None:
         ys = [float(p.split(",")[1]) for p in line.get("points", "").split()]
         assert len(ys) == n and ys == sorted(ys)  # fullest (highest, smallest y) first
     assert f"{n:,} sitemap files, fullest first" in texts(fill)
+
+
+def test_a_hostile_section_name_is_text_in_every_chart() -> None:
+    name = 'a<b & "c"</svg><script>x()</script>'
+    sitemaps = [{"section": name, "shard": 0, "urls": 5, "bytes": 500}]
+    manifest = {"generation": "g", "created": "2026-12-01T03:00:00Z", "site_url": SITE,
+                "indexes": [], "sitemaps": sitemaps, "counts": {}}
+    page = render_report(manifest, [])
+    assert "<script" not in page
+    fill, largest = charts(page)  # well-formed: the name did not end an element
+    assert f"{name}-0" in ["".join(t.itertext()) for t in fill.iter(f"{SVG}text")]
+    assert largest.findtext(f"{SVG}rect/{SVG}title") == f"{name}: 5"
