@@ -11,7 +11,7 @@ CREATE OR REPLACE TABLE duplicate_rows AS
 WITH candidates AS (
     SELECT row_id, url, lastmod
     FROM normalized
-    WHERE url IS NOT NULL AND hash(url) IN (SELECT url_hash FROM repeated_url_hashes)
+    WHERE url_hash IN (SELECT url_hash FROM repeated_url_hashes)
 )
 SELECT row_id
 FROM (

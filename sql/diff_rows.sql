@@ -70,7 +70,7 @@ joined AS (
         p.last_changed AS prev_last_changed,
         CASE WHEN p.section = c.section THEN p.shard END AS prev_shard
     FROM cur c
-    LEFT JOIN prev p ON hash(c.url) = p.url_key AND hash('#' || c.url) = p.url_check
+    LEFT JOIN prev p ON c.url_hash = p.url_key AND hash('#' || c.url) = p.url_check
 ),
 classified AS (
     SELECT

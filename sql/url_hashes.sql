@@ -1,7 +1,7 @@
--- url_hashes: the 64-bit hash of every normalised URL in dedupe pass $pass of $passes
+-- url_hashes: the 64-bit hash of every normalised URL (normalize_inventory's url_hash) in dedupe pass $pass of $passes
 -- (hash % $passes = $pass, so each pass holds about 1/$passes of them); pipeline.load
 -- sorts each pass in numpy to find the hashes that repeat (dedupe_rows).
 -- Reads `normalized`. Parameters: $pass (0 .. $passes - 1), $passes (at least 1).
-SELECT hash(url) AS url_hash
+SELECT url_hash
 FROM normalized
-WHERE url IS NOT NULL AND hash(url) % $passes::UBIGINT = $pass::UBIGINT;
+WHERE url_hash % $passes::UBIGINT = $pass::UBIGINT;

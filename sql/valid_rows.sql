@@ -15,7 +15,8 @@ SELECT
     c.news_name,
     c.news_language,
     c.news_date,
-    c.news_title
+    c.news_title,
+    c.url_hash
 FROM classified c
 LEFT JOIN section_slugs s ON c.raw_section = s.raw_section
 WHERE c.reason IS NULL;

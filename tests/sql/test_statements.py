@@ -21,11 +21,19 @@ def con() -> duckdb.DuckDBPyConnection:
     return sql.connect(memory_limit="256MB", threads=1)
 
 
+def register_with_url_hash(con: duckdb.DuckDBPyConnection, name: str, table: pa.Table) -> None:
+    """`table` as the view `name`, with the url_hash normalize_inventory writes: hash(url),
+    NULL for a row without a URL (a reject)."""
+    con.register(f"{name}_rows", table)
+    con.sql(f"SELECT *, CASE WHEN url IS NOT NULL THEN hash(url) END AS url_hash "
+            f"FROM {name}_rows").create_view(name, replace=True)
+
+
 @pytest.mark.parametrize("pass_rows", [16_000_000, 2], ids=["one-pass", "three-passes"])
 def test_dedupe_keeps_newest_lastmod_then_first_row(con: duckdb.DuckDBPyConnection,
                                                     monkeypatch: pytest.MonkeyPatch,
                                                     pass_rows: int) -> None:
-    con.register("normalized", pa.table({
+    register_with_url_hash(con, "normalized", pa.table({
         "row_id": [1, 2, 3, 4, 5, 6],
         "url": ["u1", "u1", "u2", "u2", None, "u3"],
         "reason": [None, None, None, None, "empty", None],
@@ -62,7 +70,8 @@ def test_valid_rows_sections(con: duckdb.DuckDBPyConnection) -> None:
                          ("news_date", pa.timestamp("s", tz="UTC"))])))
     def sections(depth: int) -> dict[str, str]:
         # raw_section as normalize_inventory cuts it
-        con.sql("SELECT *, raw_section(url, $p, $d) AS raw_section FROM classified_base",
+        con.sql("SELECT *, raw_section(url, $p, $d) AS raw_section, hash(url) AS url_hash "
+                "FROM classified_base",
                 params={"p": p, "d": depth}).create_view("classified", replace=True)
         con.execute(sql.load_sql("section_slugs"))
         return {r[0]: r[1] for r in con.sql(sql.load_sql("valid_rows")).fetchall()}
@@ -79,7 +88,7 @@ def test_valid_rows_sections(con: duckdb.DuckDBPyConnection) -> None:
 def test_diff_rows_lastmod_rules(con: duckdb.DuckDBPyConnection, legacy: bool) -> None:
     future = datetime(2030, 1, 1, tzinfo=UTC)
     inv_lastmod = datetime(2026, 11, 15, 12, 30, 45, tzinfo=UTC)
-    con.register("current_rows", pa.table({
+    register_with_url_hash(con, "current_rows", pa.table({
         "url": ["same", "changed", "new", "future", "given"],
         "section": ["s"] * 5,
         "lastmod": [None, None, None, future, inv_lastmod],
@@ -139,7 +148,7 @@ def test_diff_rows_lastmod_rules(con: duckdb.DuckDBPyConnection, legacy: bool) -
 def test_partitions_cut_both_sides_of_the_diff_by_the_same_hash(
         con: duckdb.DuckDBPyConnection) -> None:
     urls = [f"https://ex.com/p/{i}" for i in range(60)]
-    con.register("current_all", pa.table({"url": urls, "section": ["p"] * 60}))
+    register_with_url_hash(con, "current_all", pa.table({"url": urls, "section": ["p"] * 60}))
     con.register("previous_all", pa.table({"url": urls[20:] + ["https://ex.com/gone"],
                                            "shard": [0] * 41}))
     got: dict[str, list[set[str]]] = {"current": [], "previous": []}
