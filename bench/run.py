@@ -91,7 +91,10 @@ def run_measured(cmd: list[str], *, env: dict[str, str], log_dir: Path, name: st
     with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
         started_epoch = time.time()
         t0 = time.monotonic()
-        proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env, cwd=str(ROOT))
+        # Not in the repository: `python -m` puts the working directory first on sys.path,
+        # so a --sitemaps wrapper running another checkout (PYTHONPATH=<tree>) would import
+        # this checkout's pipeline instead.
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env, cwd=str(log_dir))
     samples: list[tuple[float, int]] = []
     stop = threading.Event()
 
@@ -377,6 +380,8 @@ def markdown(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
     lines = [f"commit {meta['commit']}, pipeline/sql changes: {meta['dirty'] or 'none'} "
              f"(at the end: {meta.get('commit_at_end', '?')}, "
              f"{meta.get('dirty_at_end') or 'none'}); "
+             + (f"the code run: {meta['sitemaps']} (the commit is the harness's own); "
+                if meta.get("sitemaps") else "") +
              f"{meta['cpus']} cores, Python {meta['python']}, DuckDB {meta['duckdb']}, "
              f"pyarrow {meta['pyarrow']}, gzip level {meta['gzip_level']} (isal)", ""]
     lines += ["| URLs | pipeline s | URLs/s | peak RSS MiB | CPU (cores) | load | diff | plan "
@@ -493,7 +498,8 @@ def main(argv: list[str] | None = None) -> int:
                         "the same output, each against the first inventory")
     p.add_argument("--change-share", type=float, default=0.001)
     p.add_argument("--seed", type=int, default=20261202)
-    p.add_argument("--sitemaps", default=str(Path(sys.executable).parent / "sitemaps"),
+    default_sitemaps = str(Path(sys.executable).parent / "sitemaps")
+    p.add_argument("--sitemaps", default=default_sitemaps,
                    help="the sitemaps executable (default: beside this Python)")
     p.add_argument("--json", type=Path, help="write all results as JSON to this file")
     args = p.parse_args(argv)
@@ -508,6 +514,8 @@ def main(argv: list[str] | None = None) -> int:
     env["TMPDIR"] = str(base / "tmp")  # work folders and DuckDB spill stay inside `base`
     (base / "tmp").mkdir(exist_ok=True)
     meta = metadata()
+    if args.sitemaps != default_sitemaps:
+        meta["sitemaps"] = args.sitemaps
     results: list[dict[str, Any]] = []
     print(f"# sitemaps bench in {base} (commit {meta['commit']})", file=sys.stderr)
     try:
