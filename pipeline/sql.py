@@ -7,11 +7,13 @@ stage that runs it), so no input is ever spliced into SQL text.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import re
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -87,6 +89,17 @@ def connect(memory_limit: str | None = None, threads: int | None = None,
     con.execute("SET temp_directory = ?", [spill])
     con.execute(load_sql("url_line"))  # the rendering macros, used by several stages
     return con
+
+
+@contextlib.contextmanager
+def insertion_order(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    """Within: results keep the order of their input, e.g. a projection of sorted rows."""
+    before = scalar(con, "SELECT current_setting('preserve_insertion_order')")
+    con.execute("SET preserve_insertion_order = true")
+    try:
+        yield
+    finally:
+        con.execute(f"SET preserve_insertion_order = {str(bool(before)).lower()}")
 
 
 def first_row(con: duckdb.DuckDBPyConnection, query: str,

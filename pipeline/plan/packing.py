@@ -230,10 +230,12 @@ def _plan_slice(con: duckdb.DuckDBPyConnection, work: storage.Storage, part: int
     sections = [""] * len(prefixes)
     for g in groups:
         sections[g.group_id] = g.section
-    # The rows go to Parquet in file order straight from the sort, never into a table.
-    part_uri = write_parquet(con.sql(sql.load_sql("planned_rows"), params={
-        "prefixes": prefixes, "sections": sections, "format": output_format,
-        "ns_markers": NAMESPACE_MARKERS}), work, _part_key(part))
+    # The rows go to Parquet in file order straight from the sort, never into a table; the
+    # projection after the sort must keep its order.
+    with sql.insertion_order(con):
+        part_uri = write_parquet(con.sql(sql.load_sql("planned_rows"), params={
+            "prefixes": prefixes, "sections": sections, "format": output_format,
+            "ns_markers": NAMESPACE_MARKERS}), work, _part_key(part))
     con.unregister("shard_groups")
     cols = _read_narrow(part_uri)
     runs = _group_runs(cols["group_id"])

@@ -285,6 +285,33 @@ def test_planned_rows_leave_out_reused_groups_in_file_order(
         (0, "a", "a/1", 26), (0, "a", "a/2", 26), (2, "b", "b/1", 26)]
 
 
+def test_planned_rows_come_in_file_order_from_two_threads() -> None:
+    """The sort is followed by a projection (the URL made whole, the lines measured): the
+    part's rows must still be in (group, URL) order, as plan writes them with two threads."""
+    con = sql.connect(threads=2)
+    n = 300_000
+    rng = np.random.default_rng(7)
+    sections = rng.integers(0, 3, n)
+    urls = [f"https://e.com/s{s}/item-{i}" for s, i in zip(sections, rng.permutation(n),
+                                                           strict=True)]
+    con.register("assigned", pa.table({
+        "url": urls, "section": [f"s{s}" for s in sections],
+        "base_shard": pa.nulls(n, pa.int32()), "ext": [""] * n, "changed": [True] * n,
+        **{c: pa.nulls(n) for c in ("lastmod", "changefreq", "priority", "fingerprint",
+                                    "first_seen", "last_changed")}}))
+    prefixes = [f"https://e.com/s{s}/item-" for s in range(3)]
+    con.register("shard_groups", pa.table({
+        "section": ["s0", "s1", "s2"], "base_shard": pa.nulls(3, pa.int32()),
+        "group_id": [0, 1, 2], "reused": [False] * 3, "skip": [len(p) for p in prefixes]}))
+    with sql.insertion_order(con):
+        got = con.sql(sql.load_sql("planned_rows"), params={
+            "prefixes": prefixes, "sections": ["s0", "s1", "s2"], "format": "xml",
+            "ns_markers": NAMESPACE_MARKERS}).fetchall()
+    keys = [(r[0], r[2]) for r in got]
+    assert len(keys) == n and keys == sorted(keys)
+    assert all(section == f"s{gid}" for gid, section, *_ in got)
+
+
 def test_pack_subs_cuts_by_count_and_bytes() -> None:
     """A hand-worked example: 3 URLs or 25 bytes (budget less the longest line) a bucket."""
     from pipeline.plan import pack_subs
