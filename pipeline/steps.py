@@ -246,9 +246,10 @@ def diff_partition_step(ctx: RunContext, partition: int) -> DiffCounts:
 
     loaded = _read(ctx, "load.json")
     partitions = int(loaded["diff_partitions"])
-    result = diff(ValidRows(**loaded["valid"]), ctx.snapshot,
-                  ctx.run_datetime,
-                  ctx.work, with_news=ctx.options.format == "xml", partition=partition,
+    valid = loaded["valid"]
+    result = diff(ValidRows(**{**valid, "constant_columns": tuple(valid["constant_columns"])}),
+                  ctx.snapshot, ctx.run_datetime, ctx.work,
+                  with_news=ctx.options.format == "xml", partition=partition,
                   partitions=partitions)
     counts = DiffCounts(result.counts(), round(result.seconds, 3), partitions, partition)
     DIFF_RESULTS.write(_work(ctx), partition, partitions, {

@@ -6,10 +6,12 @@ test builds it the same way) passed through with their flags."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import duckdb
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from pipeline import load, sql
@@ -108,3 +110,37 @@ def test_normalize_inventory_rows(con: duckdb.DuckDBPyConnection) -> None:
     rest = rel.select("content_hash, ext_xml, images_dropped, videos_dropped, "
                       "alternates_dropped, deprecated_tags, news_name, news_date").distinct()
     assert rest.fetchall() == [(None, "", 0, 0, 0, 0, None, None)]
+
+
+def test_constant_columns_are_literal_expressions_that_reach_the_output() -> None:
+    typed = ["url", "0 AS images_dropped", "'' AS ext_xml", "NULL::TIMESTAMPTZ AS news_date",
+             "(lastmod IS NOT NULL AND NOT ok) AS lastmod_raw_invalid",
+             "NULL::INTEGER AS http_status"]  # a gate column: read, never in the output
+    got = load.constant_columns(typed, ["url", "images_dropped", "ext_xml", "news_date",
+                                        "lastmod_raw_invalid"])
+    assert got == ("0 AS images_dropped", "'' AS ext_xml", "NULL::TIMESTAMPTZ AS news_date")
+
+
+def test_load_leaves_constant_columns_out_of_the_file_and_the_view_puts_them_back(
+        tmp_path: Path) -> None:
+    """An inventory without extensions or content_hash: their columns are one literal each,
+    not written; the view `normalized` has them, as normalize_inventory made them."""
+    inventory = tmp_path / "inventory.parquet"
+    pq.write_table(pa.table({"url": [P + "a/1", P + "a/2", "ftp://x"],
+                             "lastmod": pa.array([NOV1, None, None], pa.timestamp("s", "UTC"))}),
+                   inventory)
+    result = load.load(str(inventory), P, str(tmp_path / "work"))
+    written = set(pq.ParquetFile(result.normalized_uri).schema_arrow.names)
+    left_out = {"content_hash", "ext_xml", "images_dropped", "videos_dropped",
+                "alternates_dropped", "deprecated_tags", "news_name", "news_language",
+                "news_date", "news_title"}
+    assert written.isdisjoint(left_out) and {"url", "url_hash", "lastmod", "reason"} <= written
+    con = sql.connect()
+    load.register_normalized(con, result.normalized_uri, result.constant_columns)
+    view = con.sql("SELECT * FROM normalized")
+    assert left_out <= set(view.columns)
+    rows = con.sql("SELECT url, ext_xml, images_dropped, news_date, content_hash, reason "
+                   "FROM normalized ORDER BY row_id").fetchall()
+    assert rows == [(P + "a/1", "", 0, None, None, None), (P + "a/2", "", 0, None, None, None),
+                    (None, "", 0, None, None, "not_http")]
+    assert (result.valid_rows, result.rejected) == (2, {"not_http": 1})
