@@ -1,7 +1,9 @@
 """Stage 1, load: read the inventory, check its schema, normalise and validate rows.
 
 Writes under the run's work prefix `normalized.parquet` (every input row,
-normalised, with its reject reason: streamed, never held in memory),
+normalised, with its reject reason and its URL's hash: streamed, never held in memory;
+its columns that are one literal for this inventory are left out, and
+`register_normalized` puts them back),
 `duplicates.parquet` (the row ids that dedupe_rows ranks as duplicates: small)
 and `rejects.parquet` (row_id, reason, the original fields), and returns the
 counts. The valid rows are the normalised rows without a reason that are not
