@@ -27,7 +27,7 @@ import numpy as np
 import pyarrow as pa
 
 from pipeline import sql, storage
-from pipeline.errors import InventoryError
+from pipeline.errors import InternalError, InventoryError
 from pipeline.extensions import extension_columns
 from pipeline.layout import DUPLICATES_KEY, NORMALIZED_KEY, REJECTS_KEY
 from pipeline.limits import (
@@ -117,8 +117,8 @@ _CONSTANT = re.compile(r"(NULL::[A-Z]+|false|0|'') AS (\w+)")
 def constant_columns(typed: list[str], normalized: list[str]) -> tuple[str, ...]:
     """The columns of `normalized` (normalize_inventory's) that come as they are from an
     expression of `typed` that is a literal: the same value in every row, which need not be
-    written (10M rows: 9 such columns of an inventory without extensions, a fifth of the
-    normalized file's write)."""
+    written (the demo inventory has 10: content_hash and the extensions' columns; at 10M
+    rows they were about a fifth of the normalized file's write)."""
     names = set(normalized)
     return tuple(expr for expr in typed
                  if (m := _CONSTANT.fullmatch(expr)) is not None and m.group(2) in names)
@@ -126,7 +126,11 @@ def constant_columns(typed: list[str], normalized: list[str]) -> tuple[str, ...]
 
 def register_normalized(con: duckdb.DuckDBPyConnection, uri: str,
                         constants: tuple[str, ...] = ()) -> None:
-    """The view `normalized`: what load wrote, with its constant columns put back."""
+    """The view `normalized`: what load wrote, with its constant columns put back. They are
+    read from load.json by later steps: anything but a literal is refused, never run."""
+    odd = [c for c in constants if not _CONSTANT.fullmatch(c)]
+    if odd:
+        raise InternalError(f"load's constant columns hold {odd[0]!r}, not a literal")
     register_parquet(con, "normalized_file", [uri])
     con.sql("SELECT *" + "".join(f", {c}" for c in constants) + " FROM normalized_file"
             ).create_view("normalized", replace=True)

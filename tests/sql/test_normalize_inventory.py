@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipeline import load, sql
+from pipeline.errors import InternalError
 from pipeline.limits import MAX_URL_LENGTH
 from pipeline.parquet import ROW_ID
 from pipeline.urls import CLEAN_URL_REGEX, IRI_PATH_REGEX
@@ -144,3 +145,6 @@ def test_load_leaves_constant_columns_out_of_the_file_and_the_view_puts_them_bac
     assert rows == [(P + "a/1", "", 0, None, None, None), (P + "a/2", "", 0, None, None, None),
                     (None, "", 0, None, None, "not_http")]
     assert (result.valid_rows, result.rejected) == (2, {"not_http": 1})
+    # read back from load.json by the diff: only literals are ever put into SQL
+    with pytest.raises(InternalError, match="not a literal"):
+        load.register_normalized(con, result.normalized_uri, ("1 AS x; DROP TABLE y",))
