@@ -130,3 +130,13 @@ def test_number_shards_keeps_kept_numbers_and_counts_on_for_new_ones() -> None:
     # (group_id, sub, start, end): group 0 split in three, group 1 new
     pieces = [(0, 0, 0, 10), (0, 1, 10, 20), (0, 2, 20, 30), (1, 0, 30, 40)]
     assert packing._number_shards(pieces, by_id, {"a": 9}) == [4, 9, 10, 11]
+
+
+def test_group_ids_take_the_narrowest_type_that_holds_every_id() -> None:
+    """planned_rows' sort key begins with the group id: 2 bytes while ids 0..65535 fit."""
+    import pyarrow as pa
+
+    assert packing._group_id_type(1) == pa.uint16()
+    most = packing._group_id_type(2**16)
+    assert most == pa.uint16() and pa.array([2**16 - 1], most)[0].as_py() == 2**16 - 1
+    assert packing._group_id_type(2**16 + 1) == pa.int32()
