@@ -247,7 +247,9 @@ def diff_partition_step(ctx: RunContext, partition: int) -> DiffCounts:
     loaded = _read(ctx, "load.json")
     partitions = int(loaded["diff_partitions"])
     valid = loaded["valid"]
-    result = diff(ValidRows(**{**valid, "constant_columns": tuple(valid["constant_columns"])}),
+    # JSON gives a list; a load.json of a run begun before the field existed has none.
+    constants = tuple(valid.get("constant_columns", ()))
+    result = diff(ValidRows(**{**valid, "constant_columns": constants}),
                   ctx.snapshot, ctx.run_datetime, ctx.work,
                   with_news=ctx.options.format == "xml", partition=partition,
                   partitions=partitions)
