@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Any
@@ -202,7 +203,7 @@ def load_step(ctx: RunContext, progress: Any = None) -> LoadCounts:
                           rejected=c["rejected"], rejected_rows=c["rejected_rows"],
                           not_indexable=c.get("not_indexable", 0),
                           dropped_fields=c["dropped_fields"], seconds=0.0, diff_partitions=0)
-    from pipeline.diff import partitions_for
+    from pipeline.diff import partitions_for, previous_partition_rows
     from pipeline.load import load
     from pipeline.progress import QUIET
 
@@ -210,14 +211,21 @@ def load_step(ctx: RunContext, progress: Any = None) -> LoadCounts:
                   section_depth=ctx.options.section_depth,
                   keep_deprecated_tags=ctx.options.keep_deprecated_tags,
                   progress=progress or QUIET)
+    partitions = ctx.options.diff_partitions or partitions_for(
+        result.valid_rows, first_run=not ctx.snapshot)
+    started = time.monotonic()
+    # Each diff partition's snapshot rows, in one scan: a partition whose rows match them
+    # all removes nothing (pipeline.diff). Counted in load's seconds: load's step runs it.
+    previous_rows = previous_partition_rows(ctx.snapshot, partitions)
     counts = LoadCounts(
         input_rows=result.input_rows, valid_rows=result.valid_rows, rejected=result.rejected,
         rejected_rows=result.rejected_rows, not_indexable=result.not_indexable,
-        dropped_fields=result.field_issues, seconds=round(result.seconds, 3),
-        diff_partitions=ctx.options.diff_partitions or partitions_for(
-            result.valid_rows, first_run=not ctx.snapshot))
+        dropped_fields=result.field_issues,
+        seconds=round(result.seconds + time.monotonic() - started, 3),
+        diff_partitions=partitions)
     _save(ctx, "load.json", {**counts.to_dict(), "valid": asdict(result.valid),
-                             "rejects_uri": result.rejects_uri})
+                             "rejects_uri": result.rejects_uri,
+                             "previous_partition_rows": previous_rows})
     check_rejects(result.input_rows, result.rejected, ctx.options.max_reject_share)
     return counts
 
@@ -249,10 +257,13 @@ def diff_partition_step(ctx: RunContext, partition: int) -> DiffCounts:
     valid = loaded["valid"]
     # JSON gives a list; a load.json of a run begun before the field existed has none.
     constants = tuple(valid.get("constant_columns", ()))
+    # A load.json of a run begun before these counts existed has none: every partition
+    # looks for removed URLs.
+    previous_rows = (loaded.get("previous_partition_rows") or [None] * partitions)[partition]
     result = diff(ValidRows(**{**valid, "constant_columns": constants}),
                   ctx.snapshot, ctx.run_datetime, ctx.work,
                   with_news=ctx.options.format == "xml", partition=partition,
-                  partitions=partitions)
+                  partitions=partitions, previous_rows=previous_rows)
     counts = DiffCounts(result.counts(), round(result.seconds, 3), partitions, partition)
     DIFF_RESULTS.write(_work(ctx), partition, partitions, {
         **counts.to_dict(), "diffed_uris": result.diffed_uris,

@@ -14,6 +14,7 @@ from typing import Any
 
 import feedparser
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
@@ -27,6 +28,7 @@ from pipeline.diff import (
     combine,
     diff,
     partitions_for,
+    previous_partition_rows,
 )
 from pipeline.errors import ConfigError
 from pipeline.load import load
@@ -180,6 +182,48 @@ def test_partitions_cut_the_join_exactly_and_in_any_order(tmp_path: Path) -> Non
     # IndexNow reads a run's changes parts together as one file.
     assert list(generation_changed_urls(combined.changes_uris)) == list(
         generation_changed_urls(whole.changes_uris[0]))
+
+
+def test_a_partition_that_matches_all_its_snapshot_rows_skips_the_removed_search(
+        tmp_path: Path) -> None:
+    """previous_partition_rows counts each partition's snapshot rows; a partition whose
+    diffed rows match as many finds no removed URL, so diff looks for none there."""
+    first = first_inventory(tmp_path)
+    out = str(tmp_path / "out")
+    publish(tmp_path, out, first, T0, 1)
+    snapshot = state_file(out, read_live(out).manifest or {}, "snapshot")
+    # One published URL is gone from the inventory: the partition it hashes to removes it.
+    raw = set(first.column("url").to_pylist())
+    gone = next(u for u in pq.read_table(snapshot, columns=["url"]).column("url").to_pylist()
+                if u in raw)  # published as the inventory wrote it
+    inv = tmp_path / "second.parquet"
+    pq.write_table(first.filter(pc.not_equal(first.column("url"), gone)), inv)
+    valid = load(str(inv), SITE, str(tmp_path / "load")).valid
+
+    counts = previous_partition_rows(snapshot, 3)
+    con = sql.connect(memory_limit="512MB", threads=1)
+    assert counts == [con.sql("SELECT count(*) FROM read_parquet($s) WHERE hash(url) % 3 = $p",
+                              params={"s": snapshot, "p": p}).fetchall()[0][0]
+                      for p in range(3)]
+    assert sum(counts) == pq.read_metadata(snapshot).num_rows and min(counts) > 0
+    assert previous_partition_rows(None, 2) == [0, 0]
+
+    def removed(p: int, previous_rows: int | None) -> list[str]:
+        r = diff(valid, snapshot, T1, str(tmp_path / f"d{p}-{previous_rows}"), partition=p,
+                 partitions=3, previous_rows=previous_rows)
+        register_parquet(con, "changes", r.changes_uris)
+        urls = [u for (u,) in con.sql("SELECT url FROM changes WHERE change = 'removed'"
+                                      ).fetchall()]
+        assert r.removed == len(urls)
+        return urls
+
+    found = {p: removed(p, counts[p]) for p in range(3)}
+    assert sorted(u for urls in found.values() for u in urls) == [gone]
+    assert found == {p: removed(p, None) for p in range(3)}  # as without the counts
+    # The counts decide: told that the partition of the gone URL holds one row fewer (as
+    # many as match), diff does not look, which is why the counts must be the snapshot's.
+    (at,) = [p for p, urls in found.items() if urls]
+    assert removed(at, counts[at] - 1) == []
 
 
 def test_diff_steps_write_one_result_per_partition_and_combine_them(tmp_path: Path) -> None:

@@ -136,7 +136,8 @@ def test_diff_rows_lastmod_rules(con: duckdb.DuckDBPyConnection, legacy: bool) -
         "google-news <news:news><news:publication><news:name>Daily</news:name><news:language>"
         "en</news:language></news:publication><news:publication_date>2026-12-01T22:00:00Z"
         "</news:publication_date><news:title>Fresh &amp; new</news:title></news:news>")
-    con.sql(sql.load_sql("changed_rows")).to_table("changes")
+    con.sql(sql.load_sql("changed_rows")).union(con.sql(sql.load_sql("removed_rows"))
+                                                 ).to_table("changes")
     assert sorted(con.sql("SELECT url, change FROM changes").fetchall()) == [
         ("changed", "changed"), ("future", "added"), ("given", "added"), ("gone", "removed"),
         ("new", "added")]
@@ -404,7 +405,8 @@ def test_changed_rows_and_reused_rows(con: duckdb.DuckDBPyConnection) -> None:
         "lastmod": pa.array([EARLIER, T, T], pa.timestamp("us", tz="UTC"))}))
     con.register("previous_rows", pa.table({"url": ["u1", "u2", "gone"]}))
     assert sorted(con.sql(sql.load_sql("changed_rows")).fetchall()) == [
-        ("gone", "removed", None), ("u2", "changed", T), ("u3", "added", T)]
+        ("u2", "changed", T), ("u3", "added", T)]
+    assert con.sql(sql.load_sql("removed_rows")).fetchall() == [("gone", "removed", None)]
 
     con.register("assigned", pa.table({
         "url": ["a/1", "a/2", "a/9", "b/1", "c/1"], "section": ["a", "a", "a", "b", "c"],
