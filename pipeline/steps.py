@@ -306,7 +306,9 @@ def plan_prepare_step(ctx: RunContext) -> list[int]:
 
     diffed = _read(ctx, "diff.json")
     slices = prepare(diffed["diffed_uris"], ctx.snapshot, ctx.work,
-                     slice_rows=ctx.options.plan_slice_rows)
+                     slice_rows=ctx.options.plan_slice_rows,
+                     keeps_shards=not ctx.options.force and bool(live_keys(ctx)),
+                     output_format=ctx.options.format)
     return list(range(len(slices)))
 
 

@@ -38,7 +38,6 @@ from pipeline.plan.packing import (
     Group,
     pack_subs,
     plan_slice,
-    register_assigned,
 )
 from pipeline.plan.slices import (
     PROVISIONAL_SHIFT,
@@ -50,6 +49,7 @@ from pipeline.plan.slices import (
     combine,
     prepare,
     provisional_base,
+    register_assigned,
 )
 from pipeline.settings import FORMATS
 
@@ -70,7 +70,8 @@ def plan(diffed_uris: str | Sequence[str], snapshot_uri: str | None, work_uri: s
     if output_format not in FORMATS:
         raise ConfigError(f"--format must be one of {', '.join(FORMATS)}, not {output_format!r}")
     con = con or sql.connect()
-    slices = prepare(diffed_uris, snapshot_uri, work_uri, con=con, slice_rows=slice_rows)
+    slices = prepare(diffed_uris, snapshot_uri, work_uri, con=con, slice_rows=slice_rows,
+                     keeps_shards=bool(reuse_keys), output_format=output_format)
     for index in range(len(slices)):
         plan_slice(work_uri, index, limits, output_format=output_format, con=con,
                    reuse_keys=reuse_keys)

@@ -35,7 +35,13 @@ from pipeline.extensions import NAMESPACE_MARKERS
 from pipeline.layout import PLANNED_FOLDER, part_key
 from pipeline.parquet import read_table, register_parquet, write_parquet
 from pipeline.plan.model import Shard, SliceResult, _shard, section_limits
-from pipeline.plan.slices import SLICE_RESULTS, provisional_base, read_prepared, slices_of
+from pipeline.plan.slices import (
+    SLICE_RESULTS,
+    provisional_base,
+    read_prepared,
+    register_assigned,
+    slices_of,
+)
 from pipeline.settings import FORMATS
 
 log = logging.getLogger(__name__)
@@ -178,13 +184,6 @@ def plan_slice(work_uri: str, index: int, limits: Limits, *, output_format: str 
 
 def _part_key(part: int) -> str:
     return part_key(PLANNED_FOLDER, part)
-
-
-def register_assigned(con: duckdb.DuckDBPyConnection, output_format: str) -> None:
-    """The view `assigned` (sql/assigned_rows.sql) over the views `diffed` and `shard_bounds`."""
-    con.sql(sql.load_sql("assigned_rows"), params={
-        "format": output_format, "ns_markers": NAMESPACE_MARKERS}).create_view(
-        "assigned", replace=True)
 
 
 def _plan_slice(con: duckdb.DuckDBPyConnection, work: storage.Storage, part: int,

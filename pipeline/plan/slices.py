@@ -6,7 +6,11 @@ had shards is cut only where no previous shard spans the cut (at a shard's small
 URL), so a kept shard is never cut; a new section larger than a slice is cut at
 quantiles of a deterministic sample of its URLs. Shard numbers stay unique per section
 across slices: a kept shard keeps its number, new ones count on from the section's
-highest previous number.
+highest previous number. An incremental run that can keep published shards sizes its
+slices by the rows it may write (group_counts: groups with added, changed or lost rows),
+not by all rows: its other rows are only counted, never sorted or written, so a nightly
+run with a few changes plans in one slice (10M URLs: one scan of the rows instead of one
+per slice), up to REUSED_SLICE_FACTOR times SLICE_ROWS rows in all.
 
 The slices are independent units, planned in any order, in any process: `prepare`
 chooses them and writes `plan-slices.json` (and the last generation's shard bounds,
@@ -37,6 +41,7 @@ import duckdb
 import pyarrow as pa
 
 from pipeline import sql, storage
+from pipeline.extensions import NAMESPACE_MARKERS
 from pipeline.layout import BOUNDS_KEY, SHARDS_KEY, SLICE_INPUT_FOLDER, SLICES_KEY
 from pipeline.parquet import register_parquet, write_parquet
 from pipeline.parts import Parts
@@ -54,6 +59,11 @@ PROVISIONAL_SHIFT = 32
 #: with this, not with the inventory. At about 250 bytes a row in DuckDB, 4M rows
 #: is about 1 GB per copy; an inventory that fits is planned in one pass.
 SLICE_ROWS = environment().plan_slice_rows
+#: A slice of an incremental run holds whole sections (or shards) while the rows it may write
+#: stay within the slice's rows and all its rows within this many times them: most of them
+#: are only counted, but a slice must stay bounded when shards thought kept are not (an
+#: output format or version changed: then it sorts them all, spilling to disk).
+REUSED_SLICE_FACTOR = 8
 #: Sampled URLs per slice when a new section is cut at sample quantiles.
 SAMPLES_PER_SLICE = 1_000
 #: From this many slices on, prepare splits the diffed rows by slice in one pass (one more
@@ -89,21 +99,27 @@ class Slice:
         return f"section {self.sections[0]} [{self.lo or '-'}, {self.hi or '-'})"
 
 
-def _cuts_by_shards(bounds: list[tuple[str, str, int]], slice_rows: int) -> list[str]:
-    """Cut points for a section that had shards: (lower, upper, urls) of each of them.
+def _cuts_by_shards(bounds: list[tuple[str, str, int, int]], slice_rows: int,
+                    max_rows: int) -> list[str]:
+    """Cut points for a section that had shards: (lower, upper, urls, weight) of each of
+    them, weight being the rows of it plan may write (all of them, but in an incremental
+    run that keeps the untouched shards).
 
     A cut is a shard's smallest URL that no other shard spans (all shards that start
     below it end below it), so every previous shard, and every new URL its range
-    takes (assigned_rows), lies in one slice. Shards are added until about slice_rows.
+    takes (assigned_rows), lies in one slice. Shards are added until about slice_rows
+    of weight or max_rows of URLs.
     """
     cuts: list[str] = []
-    acc = 0
+    acc = rows = 0
     reach: str | None = None  # the largest URL of the shards so far
-    for lower, upper, urls in sorted(bounds):
-        if acc and acc + urls > slice_rows and reach is not None and reach < lower:
+    for lower, upper, urls, weight in sorted(bounds):
+        if (rows and (acc + weight > slice_rows or rows + urls > max_rows)
+                and reach is not None and reach < lower):
             cuts.append(lower)
-            acc = 0
-        acc += urls
+            acc = rows = 0
+        acc += weight
+        rows += urls
         reach = upper if reach is None else max(reach, upper)
     return cuts
 
@@ -114,13 +130,35 @@ def _cuts_by_sample(sample: list[str], rows: int, slice_rows: int) -> list[str]:
     return sorted({sample[len(sample) * i // n] for i in range(1, n)}) if sample else []
 
 
-def _slices(con: duckdb.DuckDBPyConnection, slice_rows: int) -> list[Slice]:
-    """The plan's slices, in (section, URL) order, from `diffed_all` and `shard_bounds`."""
+def _weights(con: duckdb.DuckDBPyConnection, output_format: str
+             ) -> tuple[dict[str, int], dict[tuple[str, int], int]]:
+    """The rows plan may write (sql/group_counts.sql), by section and by previous shard."""
+    con.sql("SELECT * FROM diffed_all").create_view("diffed", replace=True)
+    register_assigned(con, output_format)
+    by_section: dict[str, int] = {}
+    by_shard: dict[tuple[str, int], int] = {}
+    for section, base, urls, touched in con.sql(sql.load_sql("group_counts")).fetchall():
+        weight = int(urls) if touched else 0
+        by_section[section] = by_section.get(section, 0) + weight
+        if base is not None:
+            by_shard[(section, int(base))] = weight
+    return by_section, by_shard
+
+
+def _slices(con: duckdb.DuckDBPyConnection, slice_rows: int, weighted: bool = False,
+            output_format: str = "xml") -> list[Slice]:
+    """The plan's slices, in (section, URL) order, from `diffed_all` and `shard_bounds`.
+
+    `weighted` (an incremental run that keeps untouched shards): sized by the rows plan may
+    write, at most REUSED_SLICE_FACTOR * slice_rows rows in all; else by all rows."""
     counts = con.sql(sql.load_sql("section_counts")).fetchall()
-    bounds: dict[str, list[tuple[str, str, int]]] = {}
-    for section, lower, upper, urls in con.sql(
-            "SELECT section, lower, upper, urls FROM shard_bounds").fetchall():
-        bounds.setdefault(section, []).append((lower, upper, int(urls)))
+    max_rows = slice_rows * REUSED_SLICE_FACTOR if weighted else slice_rows
+    section_weight, shard_weight = _weights(con, output_format) if weighted else ({}, {})
+    bounds: dict[str, list[tuple[str, str, int, int]]] = {}
+    for section, shard, lower, upper, urls in con.sql(
+            "SELECT section, shard, lower, upper, urls FROM shard_bounds").fetchall():
+        weight = shard_weight.get((section, int(shard)), 0) if weighted else int(urls)
+        bounds.setdefault(section, []).append((lower, upper, int(urls), weight))
     big_new = [s for s, n in counts if n > slice_rows and s not in bounds]
     samples: dict[str, list[str]] = {}
     if big_new:
@@ -129,21 +167,26 @@ def _slices(con: duckdb.DuckDBPyConnection, slice_rows: int) -> list[Slice]:
         for section, url in rows:
             samples.setdefault(section, []).append(url)
     slices: list[Slice] = []
+    weight_of_last = 0
     for section, n in counts:
-        if n <= slice_rows:
+        # A new section's rows are all written; a known one's as its touched shards hold.
+        weight = section_weight.get(section, n) if section in bounds else n
+        if n <= slice_rows or (weight <= slice_rows and n <= max_rows):
             cuts: list[str] = []
         elif section in bounds:
-            cuts = _cuts_by_shards(bounds[section], slice_rows)
+            cuts = _cuts_by_shards(bounds[section], slice_rows, max_rows)
         else:
             cuts = _cuts_by_sample(samples.get(section, []), n, slice_rows)
         if not cuts:
             last = slices[-1] if slices else None
             if (last is not None and last.lo is None and last.hi is None
-                    and last.rows + n <= slice_rows):
+                    and weight_of_last + weight <= slice_rows and last.rows + n <= max_rows):
                 # Small whole sections share a slice (one scan and one part file for them).
                 slices[-1] = Slice(last.sections + (section,), rows=last.rows + n)
+                weight_of_last += weight
             else:
                 slices.append(Slice((section,), rows=n))
+                weight_of_last = weight
             continue
         edges: list[str | None] = [None, *cuts, None]
         for lo, hi in itertools.pairwise(edges):
@@ -169,14 +212,16 @@ def provisional_base(slices: Sequence[Slice], index: int, next_free: dict[str, i
 
 
 def prepare(diffed_uris: str | Sequence[str], snapshot_uri: str | None, work_uri: str, *,
-            con: duckdb.DuckDBPyConnection | None = None, slice_rows: int | None = None
-            ) -> list[Slice]:
+            con: duckdb.DuckDBPyConnection | None = None, slice_rows: int | None = None,
+            keeps_shards: bool = False, output_format: str = "xml") -> list[Slice]:
     """Choose the plan's slices; write them and the numbering state to `plan-slices.json`.
 
     `diffed_uris`: the diff's parts (one per diff partition; a single URI is one part),
     read together as one table: the plan does not depend on how the diff was cut. Also
     writes the last generation's shard bounds (`plan-bounds.parquet`, one row per
-    shard), so that no slice reads the whole snapshot again.
+    shard), so that no slice reads the whole snapshot again. `keeps_shards`: the slices
+    will keep the published shards they can (reuse keys; not --force), so an incremental
+    run's slices are sized by the rows they may write (_slices).
     """
     slice_rows = slice_rows or SLICE_ROWS
     started = time.monotonic()
@@ -185,7 +230,8 @@ def prepare(diffed_uris: str | Sequence[str], snapshot_uri: str | None, work_uri
     register_parquet(con, "diffed_all", diffed)
     register_snapshot(con, snapshot_uri)
     con.execute(sql.load_sql("previous_shard_bounds"))
-    slices = _slices(con, slice_rows)
+    slices = _slices(con, slice_rows, weighted=keeps_shards and snapshot_uri is not None,
+                     output_format=output_format)
     # New shards of a section are numbered after its highest previous number.
     next_free = {section: int(top) + 1 for section, top in con.sql(
         "SELECT section, max(shard) FROM shard_bounds GROUP BY section").fetchall()}
@@ -237,6 +283,13 @@ def _split_by_slice(con: duckdb.DuckDBPyConnection, work: storage.Storage,
     con.unregister("slice_ranges")
     log.info("plan: the diffed rows split by slice (%d slices)", len(slices))
     return files
+
+
+def register_assigned(con: duckdb.DuckDBPyConnection, output_format: str) -> None:
+    """The view `assigned` (sql/assigned_rows.sql) over the views `diffed` and `shard_bounds`."""
+    con.sql(sql.load_sql("assigned_rows"), params={
+        "format": output_format, "ns_markers": NAMESPACE_MARKERS}).create_view(
+        "assigned", replace=True)
 
 
 def read_prepared(work: storage.Storage) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from pipeline import steps, storage
 from pipeline.config import Limits
 from pipeline.demo import make_inventory
 from pipeline.plan import PROVISIONAL_SHIFT, SLICES_KEY, Shard, load_shards
-from pipeline.plan.slices import _cuts_by_sample, _cuts_by_shards
+from pipeline.plan.slices import REUSED_SLICE_FACTOR, _cuts_by_sample, _cuts_by_shards
 from pipeline.run import RunOptions, run
 from tests.output_check import read_output, state_file
 
@@ -105,11 +105,13 @@ def test_slices_never_cut_a_kept_shard(inventory: Path, tmp_path: Path) -> None:
     before = {(s["section"], s["shard"]) for s in
               read_output(str(out), max_urls=LIMITS.max_urls).manifest["sitemaps"]}
     # The same inventory again: a fixed point, every shard reused without reading its rows.
-    info, _, shards = _plan_only(_opts(inventory, out, T0 + timedelta(days=1),
-                                       plan_slice_rows=SLICE, rebuild=True))
+    info, kept_uris, shards = _plan_only(_opts(inventory, out, T0 + timedelta(days=1),
+                                               plan_slice_rows=SLICE, rebuild=True))
     assert info.to_render == 0 and info.split == 0 and info.merged == 0
     assert {(s.section, s.shard) for s in shards} == before
     assert all(s.reused for s in shards)
+    # No row to write: whole sections share slices of up to REUSED_SLICE_FACTOR * SLICE rows.
+    assert len(kept_uris) <= -(-3000 // (REUSED_SLICE_FACTOR * SLICE)) + 1
     # --force plans every row again: each kept shard whole in one part.
     info, uris, shards = _plan_only(_opts(inventory, out, T0 + timedelta(days=1),
                                           plan_slice_rows=SLICE, force=True))
@@ -121,6 +123,7 @@ def test_slices_never_cut_a_kept_shard(inventory: Path, tmp_path: Path) -> None:
         parts_of[(s.section, s.shard)] = s.part
     assert set(parts_of) == before  # every shard kept, each whole in one part
     assert len(uris) > 20  # the larger sections are in several slices
+    assert len(uris) > 4 * len(kept_uris)  # every row is written: sized by all rows
     parts_of_section: dict[str, set[int | None]] = {}
     for (section, _), part in parts_of.items():
         parts_of_section.setdefault(section, set()).add(part)
@@ -142,14 +145,14 @@ def _plan_only(opts: RunOptions) -> tuple[dict[str, Any], list[str], list[Shard]
 
 
 def test_cut_points() -> None:
-    # Shards (lower, upper, urls): cuts only at a lower bound no earlier shard spans.
-    bounds = [("a", "b", 40), ("c", "d", 40), ("e", "f", 40), ("g", "h", 40)]
-    assert _cuts_by_shards(bounds, 80) == ["e"]
-    assert _cuts_by_shards(bounds, 40) == ["c", "e", "g"]
-    assert _cuts_by_shards(bounds, 1000) == []
+    # Shards (lower, upper, urls, weight): cuts only at a lower bound no earlier shard spans.
+    bounds = [("a", "b", 40, 40), ("c", "d", 40, 40), ("e", "f", 40, 40), ("g", "h", 40, 40)]
+    assert _cuts_by_shards(bounds, 80, 80) == ["e"]
+    assert _cuts_by_shards(bounds, 40, 40) == ["c", "e", "g"]
+    assert _cuts_by_shards(bounds, 1000, 1000) == []
     # A shard whose rows span others' (after a merge): nothing cuts inside its range.
-    spanning = [("a", "m", 40), ("c", "d", 40), ("n", "p", 40)]
-    assert _cuts_by_shards(spanning, 40) == ["n"]
+    spanning = [("a", "m", 40, 40), ("c", "d", 40, 40), ("n", "p", 40, 40)]
+    assert _cuts_by_shards(spanning, 40, 40) == ["n"]
     assert _cuts_by_sample([f"u{i:03d}" for i in range(100)], 1000, 250) == [
         "u025", "u050", "u075"]
     assert _cuts_by_sample([], 1000, 250) == []

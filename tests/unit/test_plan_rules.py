@@ -98,12 +98,22 @@ def test_pack_subs_never_passes_a_limit_and_makes_few_shards() -> None:
 
 
 def test_cuts_by_shards_never_cut_a_previous_shard() -> None:
-    # (lower, upper, urls); the shard "b".."m" spans the start of "c": no cut at "c"
-    bounds = [("a", "a9", 40), ("b", "m", 40), ("c", "c9", 40), ("n", "n9", 40), ("o", "o9", 40)]
-    cuts = slices._cuts_by_shards(bounds, slice_rows=70)
+    # (lower, upper, urls, weight); the shard "b".."m" spans the start of "c": no cut at "c"
+    bounds = [("a", "a9", 40, 40), ("b", "m", 40, 40), ("c", "c9", 40, 40), ("n", "n9", 40, 40),
+              ("o", "o9", 40, 40)]
+    cuts = slices._cuts_by_shards(bounds, slice_rows=70, max_rows=70)
     assert "c" not in cuts
     assert cuts == ["b", "n", "o"]
-    assert slices._cuts_by_shards(bounds, slice_rows=1_000) == []
+    assert slices._cuts_by_shards(bounds, slice_rows=1_000, max_rows=1_000) == []
+
+
+def test_cuts_by_shards_weigh_the_rows_to_write() -> None:
+    # An incremental run: only "n" has rows to write; the others are counted, up to max_rows.
+    bounds = [(lo, lo + "9", 40, 40 if lo == "n" else 0) for lo in ("a", "b", "c", "n", "o")]
+    assert slices._cuts_by_shards(bounds, slice_rows=70, max_rows=1_000) == []
+    assert slices._cuts_by_shards(bounds, slice_rows=70, max_rows=130) == ["n"]
+    heavy = [(lo, hi, urls, urls) for lo, hi, urls, _ in bounds]
+    assert slices._cuts_by_shards(heavy, slice_rows=70, max_rows=1_000) == ["b", "c", "n", "o"]
 
 
 def test_cuts_by_sample_are_quantiles() -> None:
