@@ -231,10 +231,16 @@ def _plan_slice(con: duckdb.DuckDBPyConnection, work: storage.Storage, part: int
         sections[g.group_id] = g.section
     # The rows go to Parquet in file order straight from the sort, never into a table; the
     # projection after the sort must keep its order.
+    planned = con.sql(sql.load_sql("planned_rows"), params={
+        "prefixes": prefixes, "sections": sections, "format": output_format,
+        "ns_markers": NAMESPACE_MARKERS})
+    if all(g.group_id in reused for g in groups):
+        # Every shard is kept as published: an empty part, without reading the rows again
+        # (a false filter makes DuckDB's plan an empty result; at 100M, a scan of every
+        # diffed row for each such slice).
+        planned = planned.filter("false")
     with sql.insertion_order(con):
-        part_uri = write_parquet(con.sql(sql.load_sql("planned_rows"), params={
-            "prefixes": prefixes, "sections": sections, "format": output_format,
-            "ns_markers": NAMESPACE_MARKERS}), work, _part_key(part))
+        part_uri = write_parquet(planned, work, _part_key(part))
     con.unregister("shard_groups")
     cols = _read_narrow(part_uri)
     runs = _group_runs(cols["group_id"])
