@@ -132,7 +132,14 @@ def test_sliced_plan_with_work_files_on_s3(s3_bucket: Any, tmp_path: Path,
     assert len(result.locs) == 420
     again = run(opts(inv, out, run_time=T0 + timedelta(days=1), rebuild=True, **kw))
     assert again["counts"]["unchanged"] == 420 and again["counts"]["shards_written"] == 0
-    assert len(split) == 2  # the rebuild planned again, from its own split
+    # The rebuild keeps every shard: its slices are sized by the rows it may write (none),
+    # so they are few and need no split.
+    assert len(split) == 1
+    forced = run(opts(inv, out, run_time=T0 + timedelta(days=2), force=True, **kw))
+    assert forced["counts"]["unchanged"] == 420
+    assert len(split) == 2  # --force plans every row again, from its own split
+    assert all(uri.startswith("s3://") for files in split[1] for uri in files)
+    assert sorted(read_output(out, max_urls=50).locs) == sorted(result.locs)
 
 
 def _live(out: str) -> tuple[str, dict[str, Any]]:
