@@ -152,6 +152,8 @@ def _slices(con: duckdb.DuckDBPyConnection, slice_rows: int, weighted: bool = Fa
     `weighted` (an incremental run that keeps untouched shards): sized by the rows plan may
     write, at most REUSED_SLICE_FACTOR * slice_rows rows in all; else by all rows."""
     counts = con.sql(sql.load_sql("section_counts")).fetchall()
+    # Rows that fit one slice are planned in one: no weights needed.
+    weighted = weighted and sum(n for _, n in counts) > slice_rows
     max_rows = slice_rows * REUSED_SLICE_FACTOR if weighted else slice_rows
     section_weight, shard_weight = _weights(con, output_format) if weighted else ({}, {})
     bounds: dict[str, list[tuple[str, str, int, int]]] = {}
