@@ -250,7 +250,8 @@ def prepare(diffed_uris: str | Sequence[str], snapshot_uri: str | None, work_uri
         "slice_inputs": slice_inputs,
         "slice_rows": slice_rows, "seconds": round(time.monotonic() - started, 3),
     }).encode())
-    log.info("plan: %d slice(s) of at most about %d rows", len(slices), slice_rows)
+    log.info("plan: %d slice(s) for about %d rows, at most about %d to write in each", len(slices),
+             sum(sl.rows for sl in slices), slice_rows)
     return slices
 
 
