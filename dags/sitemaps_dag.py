@@ -137,6 +137,10 @@ def build_dag(site: SiteConfig) -> Any:
         def render(ctx: dict[str, Any], batch: list[str]) -> dict[str, Any]:
             return adapter.render(site, ctx, batch)
 
+        @task(doc_md=TASK_DOCS["state"])
+        def state(ctx: dict[str, Any]) -> dict[str, Any]:
+            return adapter.state(site, ctx)
+
         @task(doc_md=TASK_DOCS["publish"], trigger_rule="none_failed")
         def publish(ctx: dict[str, Any], rendered: list[dict[str, Any]]) -> dict[str, Any]:
             return adapter.publish(site, ctx, rendered)
@@ -169,7 +173,10 @@ def build_dag(site: SiteConfig) -> Any:
         batches = plan_counts(ctx)
         chain(planned, batches)
         rendered: Any = render.partial(ctx=ctx).expand(batch=batches)
+        stored = state(ctx)  # beside render: the snapshot needs only the plan
+        batches >> stored
         published: Any = publish(ctx, rendered)
+        stored >> published
         published >> [gc(ctx), finish(ctx)]
         notify(ctx, published)
         announce(published)

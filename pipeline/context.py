@@ -202,6 +202,24 @@ class RenderCounts(StepResult):
 
 
 @dataclass(frozen=True)
+class StateCounts(StepResult):
+    """What the state step stored (the snapshot's rows), or why it left it to publish."""
+
+    #: The snapshot's rows; 0 when `deferred`.
+    snapshot_rows: int = 0
+    seconds: float = 0.0
+    #: Why nothing was stored here ("" when it was): publish stores the state if it makes
+    #: a generation.
+    deferred: str = ""
+
+    def summary(self) -> str:
+        if self.deferred:
+            return f"state: {self.deferred}; publish stores the state if it makes a generation"
+        return (f"state: snapshot of {self.snapshot_rows:,} URLs, rejects and changes stored "
+                f"({self.seconds:.1f} s)")
+
+
+@dataclass(frozen=True)
 class PublishSummary(StepResult):
     generation: str
     published: bool

@@ -73,7 +73,12 @@ def renew(out_uri: str, owner: str) -> None:
     ).total_seconds()
     body = {**held, "expires": (now + timedelta(seconds=ttl)).isoformat()}
     if not _write(out, body, etag):
-        raise PublishConflict(f"another run took the lease of {out_uri} while this run renewed it")
+        # Steps of one run may renew at the same moment (mapped tasks, the state beside
+        # render): one write wins, and only another owner's lease is a conflict.
+        held, _ = _read(out)
+        if held is None or held.get("owner") != owner:
+            raise PublishConflict(
+                f"another run took the lease of {out_uri} while this run renewed it")
 
 
 def release(out_uri: str, owner: str) -> None:

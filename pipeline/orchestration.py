@@ -82,6 +82,11 @@ One mapped task per batch: writes the batch's shards as gzipped sitemap files
 under content-addressed keys (an unchanged shard is never rewritten). Mapped over
 zero batches when nothing changed (it then shows as skipped, which is fine).
 *If it fails*: retried; clearing one map index renders only that batch again.""",
+    "state": """\
+Stores the generation's snapshot (what the next run diffs against), rejects and changes
+under the state prefix; it needs only the plan, so it runs beside render. Leaves them to
+publish when there is no shard to render (the run may publish nothing), and in a dry run.
+*If it fails*: storage; it is retried (publish then stores the state itself if it must).""",
     "publish": """\
 Writes the index files and the generation's manifest, then swaps the live
 `manifest.json` with one conditional write, so a racing run loses cleanly (announce then
@@ -314,6 +319,13 @@ def render(site: SiteConfig, ctx: dict[str, Any], batch: list[str]) -> dict[str,
     _label("batch_label", f"batch {index}: {len(batch)} shards")
     with step(site):
         return _logged(steps.render_step(RunContext.from_dict(ctx), batch, name=str(index)))
+
+
+def state(site: SiteConfig, ctx: dict[str, Any]) -> dict[str, Any]:
+    from pipeline import steps
+
+    with step(site):
+        return _logged(steps.state_step(RunContext.from_dict(ctx)))
 
 
 def publish(site: SiteConfig, ctx: dict[str, Any], rendered: Any) -> dict[str, Any]:

@@ -1,10 +1,11 @@
 """Stage 5, publish: indexes, manifest, one atomic swap, root index, robots lines.
 
 Order (a crash anywhere leaves the previous generation live and whole):
-1. shard files are already uploaded by render (immutable, keyed by digest);
-2. the generation's index files and manifest go under `generations/<id>/`,
-   its snapshot, rejects and changes under the state prefix;
-3. the shrink guard may refuse the commit;
+1. shard files are already uploaded by render (immutable, keyed by digest), and the
+   generation's snapshot, rejects and changes under the state prefix by the state step
+   beside it (`save_state` returns what it stored, or stores it now);
+2. the shrink guard may refuse the commit;
+3. the generation's index files and manifest go under `generations/<id>/`;
 4. commit: `manifest.json` is replaced with a conditional write on the
    version read when the run started (If-Match / If-None-Match: * on S3,
    compare-and-rename under a lock locally); a racing run loses here;
@@ -29,8 +30,8 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
-from pipeline import integrity, storage
 from pipeline import manifest as manifest_model
+from pipeline import storage
 from pipeline.errors import InternalError, PublishConflict, ShrinkRefused
 from pipeline.layout import (
     FEED_KEY,
@@ -48,6 +49,7 @@ from pipeline.manifest import MANIFEST_FORMAT, IndexEntry, Manifest, SitemapEntr
 from pipeline.render import RenderedFile
 from pipeline.settings import default_of
 from pipeline.sitemap_xml import sitemap_index
+from pipeline.snapshot import StoredState
 from pipeline.urls import Site
 from pipeline.w3c import format_w3c
 
@@ -212,7 +214,7 @@ def same_content(live: LiveState, sitemaps: list[SitemapEntry], n_indexes: int) 
 
 def publish(out_uri: str, *, rendered: list[RenderedFile], live: LiveState, site: Site,
             public_url: str, generation: str, created: datetime, counts: dict[str, Any],
-            max_sitemaps_per_index: int, save_state: Callable[[], dict[str, str]] | None = None,
+            max_sitemaps_per_index: int, save_state: Callable[[], StoredState] | None = None,
             allow_shrink: bool = False, shrink_threshold: float = DEFAULT_SHRINK_THRESHOLD,
             warnings: list[str] | None = None) -> PublishResult:
     """Write the generation's indexes and manifest and make it live (see module doc)."""
@@ -229,10 +231,7 @@ def publish(out_uri: str, *, rendered: list[RenderedFile], live: LiveState, site
 
     published = sum(s["urls"] for s in sitemaps)
     check_shrink(live, published, shrink_threshold, allow_shrink)
-    state_files = save_state() if save_state else {}
-    # Recorded so that the next run can tell a truncated or replaced snapshot (integrity.py).
-    state_check = {"snapshot": integrity.describe(state_files["snapshot"])} \
-        if "snapshot" in state_files else {}
+    state_check = save_state().check if save_state else {}
     indexes: list[IndexEntry] = []
     for n, chunk in enumerate(chunks, start=1):
         body = sitemap_index((s["url"], s["lastmod"]) for s in chunk)

@@ -12,14 +12,15 @@ that the plan assigned to them (sql/reused_rows.sql). The next run reads it back
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline import sql, storage
+from pipeline import integrity, sql, storage
 from pipeline.layout import CHANGES_KEY, REJECTS_KEY, SNAPSHOT_KEY, generation_key
 from pipeline.parquet import open_parquet, register_parquet, write_parquet
 
@@ -108,9 +109,20 @@ def _conform(batch: pa.RecordBatch, shard: pa.Array) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays(columns, schema=SNAPSHOT_SCHEMA)
 
 
+@dataclass(frozen=True)
+class StoredState:
+    """The generation's state files as stored, and what the manifest records of them."""
+
+    #: URI of each state file: snapshot, rejects, changes.
+    files: dict[str, str]
+    #: The manifest's `state_check`: the snapshot's size, sha256 and rows (integrity.py),
+    #: so that the next run can tell a truncated or replaced snapshot.
+    check: dict[str, Any]
+
+
 def save_state(*, planned_uris: Sequence[str], shards: Sequence[Shard], diffed_uris: Sequence[str],
                bounds_uri: str, changes_uris: Sequence[str], work_uri: str, state_uri: str,
-               generation: str, output_format: str) -> dict[str, str]:
+               generation: str, output_format: str) -> StoredState:
     """Store the generation's snapshot, rejects and changes under the state prefix.
 
     The changes go to the state as one `changes.parquet`, whatever the number of diff
@@ -138,4 +150,4 @@ def save_state(*, planned_uris: Sequence[str], shards: Sequence[Shard], diffed_u
         register_parquet(con, "changes_parts", list(changes_uris))
         files["changes"] = write_parquet(con.sql("SELECT url, change, lastmod FROM changes_parts"),
                                          state, changes, compression="zstd")
-    return files
+    return StoredState(files, {"snapshot": integrity.describe(files["snapshot"])})

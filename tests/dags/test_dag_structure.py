@@ -14,7 +14,7 @@ from tests.dags.airflow_env import DAGS_FOLDER, ROOT, new_home, requires_airflow
 pytestmark = requires_airflow
 
 TASKS = ["rollback", "begin", "load", "diff_partitions", "diff", "diff_counts", "plan_slices", "plan",
-         "plan_counts", "render", "publish", "announce", "gc", "notify", "finish"]
+         "plan_counts", "render", "state", "publish", "announce", "gc", "notify", "finish"]
 
 TWO_SITES = """
 [defaults]
@@ -120,6 +120,8 @@ def test_one_dag_per_site_with_the_expected_shape(bags: dict[str, dict]) -> None
             assert "*If it fails*" in t["doc_md"] or "Runs only when" in t["doc_md"], task_id
         t = d["tasks"]
         assert t["render"]["mapped"] and not t["publish"]["mapped"]
+        # The state (the snapshot) needs only the plan: one task beside render's.
+        assert not t["state"]["mapped"]
         # diff is mapped over hash partitions of the URLs; diff_counts adds them up.
         assert t["diff"]["mapped"] and not t["diff_counts"]["mapped"]
         # plan is mapped over the plan's slices; plan_counts gathers and numbers them.
@@ -140,7 +142,8 @@ def test_one_dag_per_site_with_the_expected_shape(bags: dict[str, dict]) -> None
         assert t["plan"]["upstream"] == ["begin", "plan_slices"]
         assert t["plan_counts"]["upstream"] == ["begin", "plan"]
         assert t["render"]["upstream"] == ["begin", "plan_counts"]
-        assert t["publish"]["upstream"] == ["begin", "render"]
+        assert t["state"]["upstream"] == ["begin", "plan_counts"]
+        assert t["publish"]["upstream"] == ["begin", "render", "state"]
         assert t["finish"]["upstream"] == ["begin", "publish"]
         # Only announce emits the manifest asset event (it skips a run that changed nothing).
         assert t["announce"]["upstream"] == ["publish"]

@@ -386,6 +386,47 @@ def test_a_lease_is_renewed_by_its_owner_only(s3_bucket: Any) -> None:
         lease.renew(out, "run-a")
 
 
+def test_a_renewal_racing_one_of_the_same_run_is_no_conflict(s3_bucket: Any) -> None:
+    """Steps of one run renew at the same moment (mapped tasks; the state beside render): the
+    write that loses the race still leaves the lease with its owner; another owner's lease,
+    taken between the read and the write, is a conflict."""
+    out = s3_bucket.url("renew-race")
+    lease.acquire(out, "run-a", 600)
+    store = storage.open_storage(out)
+    original = lease._read
+
+    def read_then(between: Any) -> Any:
+        calls = {"n": 0}
+
+        def read(out_store: Any) -> Any:
+            found = original(out_store)
+            calls["n"] += 1
+            if calls["n"] == 1:  # after this renewal's read, before its write
+                between()
+            return found
+        return read
+
+    lease._read = read_then(lambda: lease.renew(out, "run-a"))  # type: ignore[assignment]
+    try:
+        lease.renew(out, "run-a")
+    finally:
+        lease._read = original  # type: ignore[assignment]
+    assert json.loads(store.read_bytes(lease.LEASE_KEY))["owner"] == "run-a"
+
+    def taken() -> None:
+        held = json.loads(store.read_bytes(lease.LEASE_KEY))
+        store.write_bytes(lease.LEASE_KEY, json.dumps(
+            {**held, "expires": datetime.now(UTC).isoformat()}).encode())
+        lease.acquire(out, "run-b", 600)
+
+    lease._read = read_then(taken)  # type: ignore[assignment]
+    try:
+        with pytest.raises(PublishConflict, match="took the lease .* while this run renewed"):
+            lease.renew(out, "run-a")
+    finally:
+        lease._read = original  # type: ignore[assignment]
+
+
 # -- 14, 15: leftovers -------------------------------------------------------------------------
 
 def test_gc_aborts_more_than_one_page_of_incomplete_uploads(s3_bucket: Any) -> None:
