@@ -166,9 +166,13 @@ def plan_slice(work_uri: str, index: int, limits: Limits, *, output_format: str 
     else:  # a slice without rows: the diffed rows' columns, no row
         register_parquet(con, "diffed_all", prepared["diffed_uris"])
         con.sql("SELECT * FROM diffed_all WHERE false").create_view("diffed", replace=True)
+    # A first run's slice of whole sections has its stats from prepare (one scan for all).
+    known = {row[0]: tuple(row) for row in prepared.get("section_stats") or []}
+    stats = [known[s] for s in sl.sections] if prepared["first_run"] and sl.lo is None \
+        and sl.hi is None and sl.sections and all(s in known for s in sl.sections) else None
     shards, split, merged = _plan_slice(
         con, work, index, prepared["first_run"], limits, output_format,
-        provisional_base(slices, index, prepared["next_free"]), reuse_keys)
+        provisional_base(slices, index, prepared["next_free"]), reuse_keys, stats)
     con.execute("DROP TABLE IF EXISTS shard_bounds")
     result = SliceResult(index=index, part_uri=work.uri(_part_key(index)), shards=shards,
                          split=split, merged=merged, seconds=time.monotonic() - started)
@@ -188,8 +192,8 @@ def _part_key(part: int) -> str:
 
 def _plan_slice(con: duckdb.DuckDBPyConnection, work: storage.Storage, part: int,
                 first_run: bool, limits: Limits, output_format: str,
-                new_base: dict[str, int], reuse_keys: frozenset[str]
-                ) -> tuple[list[Shard], int, int]:
+                new_base: dict[str, int], reuse_keys: frozenset[str],
+                stats: list[tuple[Any, ...]] | None = None) -> tuple[list[Shard], int, int]:
     """Plan the rows of the view `diffed` (one slice); write them as part `part`.
 
     One sort: the rows of the groups to write, by group and URL (planned_rows); a
@@ -198,11 +202,15 @@ def _plan_slice(con: duckdb.DuckDBPyConnection, work: storage.Storage, part: int
     key is in `reuse_keys` (already published, same content) is not written at all.
     A tiny shard merges only into a predecessor in the same slice: a slice boundary is
     a previous shard's lower bound, so at worst a tiny shard stays on its own there.
+    `stats`: the slice's group stats when prepare measured them (a first run's whole
+    sections), in the order of the query that would give them.
     """
     register_assigned(con, output_format)
     # A first run repacks every section: its groups' longest lines are read from the part
     # once it is written (below), not measured in a pass of their own.
-    stats = con.sql(sql.load_sql("new_section_stats" if first_run else "group_stats")).fetchall()
+    if stats is None:
+        stats = con.sql(sql.load_sql("new_section_stats" if first_run else "group_stats")
+                        ).fetchall()
     groups, split, merged = _groups([row[:5] for row in stats], limits, first_run=first_run)
     # A group that keeps one base shard as it is: its key from the sums alone.
     members = Counter(g.group_id for g in groups)

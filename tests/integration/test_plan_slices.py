@@ -377,3 +377,54 @@ def test_split_input_publishes_what_filtered_slices_do(inventory: Path, tmp_path
     filtered = two_runs(tmp_path / "filtered")
     assert len(split_calls) == 2  # not split this time
     assert len(split) > 20 and split == filtered
+
+
+def test_a_first_runs_whole_sections_are_measured_once_for_every_slice(
+        inventory: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """prepare measures the sections that slices hold whole (new_section_stats) in one scan;
+    those slices plan from it, the others by their own query: the same plan and files as
+    every slice measuring its own rows."""
+    from pipeline.plan import slices as plan
+
+    measured = _plan_run(inventory, tmp_path / "measured", T0, "sequential")
+    ctx = steps.begin(_opts(inventory, tmp_path / "probe", plan_slice_rows=SLICE))
+    try:
+        steps.load_step(ctx)
+        diffed = steps.diff_step(ctx)
+        steps.plan_prepare_step(ctx)
+        work = storage.open_storage(ctx.work)
+        prepared = json.loads(work.read_bytes(SLICES_KEY))
+        diffed_rows = pa.concat_tables(
+            pq.read_table(u) for u in json.loads(work.read_bytes("diff.json"))["diffed_uris"])
+        # The slice plans from the recorded stats, not a query of its own: given another
+        # URL range, its sort skips (and puts back) that range's common prefix instead.
+        index, sl = next((i, sl) for i, sl in enumerate(prepared["slices"])
+                         if sl["lo"] is None and sl["hi"] is None)
+        tampered = json.loads(json.dumps(prepared))
+        for row in tampered["section_stats"]:
+            if row[0] == sl["sections"][0]:
+                row[9:] = [SITE + "tampered/a", SITE + "tampered/b"]
+        work.write_bytes(SLICES_KEY, json.dumps(tampered).encode())
+        steps.plan_slice_step(ctx, index)
+        part = pq.read_table(json.loads(work.read_bytes(f"plan-slice-{index:05d}.json"))["part_uri"])
+        first = part.filter(pc.equal(part["section"], sl["sections"][0]))["url"].to_pylist()
+        assert first and all(u.startswith(SITE + "tampered/") for u in first)
+    finally:
+        steps.finish(ctx)
+    assert diffed.counts["added"] == diffed_rows.num_rows
+    whole = [s for sl in prepared["slices"] if sl["lo"] is None and sl["hi"] is None
+             for s in sl["sections"]]
+    ranged = {s for sl in prepared["slices"] if sl["lo"] is not None or sl["hi"] is not None
+              for s in sl["sections"]}
+    assert whole and ranged  # the demo's larger sections are cut, the smaller ones not
+    stats = {row[0]: row for row in prepared["section_stats"]}
+    assert sorted(stats) == sorted(whole)
+    for section in whole:
+        urls = diffed_rows.filter(pc.equal(diffed_rows["section"], section))["url"]
+        assert stats[section][2] == len(urls)
+        assert stats[section][9:] == [pc.min(urls).as_py(), pc.max(urls).as_py()]
+
+    monkeypatch.setattr(plan, "_whole_section_stats", lambda con, slices: [])
+    queried = _plan_run(inventory, tmp_path / "queried", T0, "sequential")
+    _same(measured, queried)
+    assert measured["files"] == queried["files"] and len(measured["files"]) > 20
