@@ -63,7 +63,8 @@ def write_parquet(rel: duckdb.DuckDBPyRelation, store: storage.Storage, key: str
                   compression: str = "lz4_raw") -> str:
     """Write a relation as one Parquet object under `store`; returns its URI.
 
-    Work files are read once, soon: LZ4 writes fastest. State that is kept uses zstd.
+    Work files are read once, soon: LZ4 writes fastest. State that is kept uses zstd, but
+    for the snapshot (pipeline.snapshot: written and read on every run's hot path).
     """
     with store.local_output(key) as path:
         rel.write_parquet(str(path), compression=compression)

@@ -69,14 +69,19 @@ def register_snapshot(con: duckdb.DuckDBPyConnection, snapshot_uri: str | None,
 def write_snapshot(store: storage.Storage, key: str, *, planned_uris: Sequence[str],
                    shards: Sequence[Shard], diffed_uris: Sequence[str], bounds_uri: str,
                    output_format: str) -> int:
-    """Write the snapshot to `key` of `store` (zstd); returns its row count."""
+    """Write the snapshot to `key` of `store` (LZ4_RAW); returns its row count.
+
+    LZ4 rather than zstd, though the file is kept: 10M rows write in 1.3 s instead of
+    1.9 s on the one core pyarrow's writer uses, and each of the next run's scans of it
+    (the check, the partition counts, the diff, the shard bounds) reads it faster; the
+    file is a quarter larger (198 MB instead of 161 MB)."""
     from pipeline.plan import register_assigned
 
     rows = 0
     # Dictionary encoding only for the section: the other columns are nearly unique, and
     # trying a dictionary on them made the file slower to write (a third) and larger.
     with store.local_output(key) as path, pq.ParquetWriter(
-            str(path), SNAPSHOT_SCHEMA, compression="zstd", use_dictionary=["section"]) as writer:
+            str(path), SNAPSHOT_SCHEMA, compression="lz4_raw", use_dictionary=["section"]) as writer:
         for part, uri in enumerate(planned_uris):
             in_part = sorted((s for s in shards if s.part == part), key=lambda s: s.row_start or 0)
             numbers = np.repeat(np.array([s.shard for s in in_part], dtype=np.int32),
