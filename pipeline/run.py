@@ -21,9 +21,10 @@ __all__ = ["RunOptions", "dry_run", "run"]
 
 log = logging.getLogger(__name__)
 
-#: From this many valid rows, the state is stored beside render (10M: 1.2-1.4 s less);
-#: below, the overlap saves nothing to measure, and publish stores it after render, so that
-#: a run's storage requests come in one order (which the fault tests replay one by one).
+#: From this many valid rows, the state is stored beside render (10M: render and publish
+#: 1.8-2.7 s less together); below, the overlap saves nothing to measure, and publish
+#: stores it after render, so that a run's storage requests come in one order (which the
+#: fault tests replay one by one).
 STATE_BESIDE_RENDER_ROWS = 100_000
 
 

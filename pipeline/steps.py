@@ -46,7 +46,7 @@ from pipeline.publish import (
 )
 from pipeline.render import RenderedFile
 from pipeline.settings import RunOptions
-from pipeline.snapshot import StoredState
+from pipeline.snapshot import StoredState, save_state
 from pipeline.urls import Site
 
 log = logging.getLogger(__name__)
@@ -411,7 +411,6 @@ def _save_state(ctx: RunContext) -> StoredState:
     """Stores the state of the plan in `plan.json` and records it in `state.json`, with the
     plan it was made from (a plan made again, on a retry, makes its state again)."""
     from pipeline.plan import load_shards
-    from pipeline.snapshot import save_state
 
     diffed, planned = _read(ctx, "diff.json"), _read(ctx, "plan.json")
     stored = save_state(
