@@ -86,7 +86,8 @@ zero batches when nothing changed (it then shows as skipped, which is fine).
 Stores the generation's snapshot (what the next run diffs against), rejects and changes
 under the state prefix; it needs only the plan, so it runs beside render. Leaves them to
 publish when there is no shard to render (the run may publish nothing), and in a dry run.
-*If it fails*: storage; it is retried (publish then stores the state itself if it must).""",
+*If it fails*: storage; it is retried, and publish waits for it (clearing it stores the
+state again).""",
     "publish": """\
 Writes the index files and the generation's manifest, then swaps the live
 `manifest.json` with one conditional write, so a racing run loses cleanly (announce then
