@@ -55,7 +55,6 @@ log = logging.getLogger(__name__)
 STATE_JSON = "state.json"
 
 
-
 def begin(opts: RunOptions) -> RunContext:
     """Reads the live manifest (its version is what the commit will be conditional on)."""
     run_time = (opts.run_time or datetime.now(UTC)).astimezone(UTC).replace(microsecond=0)

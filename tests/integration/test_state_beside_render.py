@@ -25,7 +25,8 @@ SITE = "https://www.example.com/"
 T0 = datetime(2026, 12, 1, 3, tzinfo=UTC)
 
 
-def _inventory(tmp: Path, n: int, name: str = "inv.parquet", extra: list[str] = ()) -> str:
+def _inventory(tmp: Path, n: int, name: str = "inv.parquet",
+               extra: tuple[str, ...] = ()) -> str:
     urls = [f"{SITE}{'product' if i % 3 else 'blog'}/{i:05d}" for i in range(n)] + list(extra)
     return str(write_inventory(tmp / name, {"url": urls}))
 
@@ -111,7 +112,7 @@ def test_no_shard_to_render_leaves_the_state_to_publish(tmp_path: Path) -> None:
     out = tmp_path / "out"
     first = run(_opts(_inventory(tmp_path, 1_000), out))
     # The same published URLs and one more rejected row: a new input, the same sitemaps.
-    inv = _inventory(tmp_path, 1_000, "more.parquet", extra=["ftp://www.example.com/x"])
+    inv = _inventory(tmp_path, 1_000, "more.parquet", extra=("ftp://www.example.com/x",))
     ctx = _planned(tmp_path, inv, out, T0 + timedelta(hours=1))
     stored = steps.state_step(ctx)
     assert stored.deferred == "no shard to render" and stored.snapshot_rows == 0
