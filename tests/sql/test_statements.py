@@ -94,6 +94,16 @@ def test_valid_rows_sections(con: duckdb.DuckDBPyConnection) -> None:
     assert got2[p + "a/b/c"] == "a-b" and got2[p + "product/1"] == "root"
 
 
+def test_raw_section_takes_the_prefix_literally(con: duckdb.DuckDBPyConnection) -> None:
+    # raw_section matches the site prefix inside its pattern: regex characters in it (a path
+    # may hold them) are literal text there.
+    p = "https://ex.com/c++(x)[1]/"
+    got = con.sql("SELECT raw_section(u, $p, 1), raw_section(u, $p, 2) FROM (VALUES "
+                  "($p || 'product/1'), ($p || 'a/b/c'), ('https://exxcom/c++(x)[1]/product/1')"
+                  ") t(u)", params={"p": p}).fetchall()
+    assert got == [("product/", ""), ("a/", "a/b/"), ("", "")]
+
+
 @pytest.mark.parametrize("legacy", [False, True], ids=["hashes", "md5-snapshot"])
 def test_diff_rows_lastmod_rules(con: duckdb.DuckDBPyConnection, legacy: bool) -> None:
     future = datetime(2030, 1, 1, tzinfo=UTC)
