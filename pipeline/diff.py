@@ -15,6 +15,10 @@ many as keep each join's hash table within DuckDB's memory (partitions_for). A p
 whose diffed rows match every snapshot row of it (`previous_partition_rows`, counted once
 for all partitions) removes nothing, and skips the anti-join that finds removed URLs
 (sql/removed_rows.sql; 10M URLs: about 1 s a partition).
+
+A first run's parts leave out the columns that hold one value there (FIRST_RUN_OMITTED:
+every row is added, changed last when first seen, in no previous shard); every reader
+reads the parts through `pipeline.diffed.register_diffed`, which puts them back.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from datetime import datetime
 import duckdb
 
 from pipeline import sql, storage
+from pipeline.diffed import FIRST_RUN_OMITTED, register_diffed
 from pipeline.errors import ConfigError
 from pipeline.extensions import NEWS_MAX_AGE_DAYS, NEWS_SECTION
 from pipeline.layout import CHANGES_FOLDER, DIFFED_FOLDER, part_key
@@ -162,12 +167,13 @@ def diff(valid: ValidRows, snapshot_uri: str | None, run_time: datetime, work_ur
     # every wide row, and spill gigabytes at 10M.
     con.execute("SET disabled_optimizers = 'join_order,build_side_probe_side'")
     try:
-        diffed_uri = write_parquet(
-            diff_relation(con, valid, snapshot_uri, run_time, with_news, partition, partitions),
-            work, diffed_key(partition))
+        rel = diff_relation(con, valid, snapshot_uri, run_time, with_news, partition, partitions)
+        if snapshot_uri is None:  # a first run: its constant columns are not written
+            rel = rel.project(", ".join(c for c in rel.columns if c not in FIRST_RUN_OMITTED))
+        diffed_uri = write_parquet(rel, work, diffed_key(partition))
     finally:
         con.execute("RESET disabled_optimizers")
-    register_parquet(con, "diffed", [diffed_uri])
+    register_diffed(con, "diffed", [diffed_uri])
     changes = con.sql(sql.load_sql("changed_rows"))
     # Each snapshot row matches at most one diffed row (URLs are unique on both sides): when
     # as many matched as the partition holds, none is removed and the anti-join is skipped.

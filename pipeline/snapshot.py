@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline import integrity, sql, storage
+from pipeline.diffed import register_diffed
 from pipeline.layout import CHANGES_KEY, REJECTS_KEY, SNAPSHOT_KEY, generation_key
 from pipeline.parquet import open_parquet, register_parquet, write_parquet
 
@@ -95,7 +96,7 @@ def write_snapshot(store: storage.Storage, key: str, *, planned_uris: Sequence[s
         reused = [s for s in shards if s.reused]
         if reused:
             con = sql.connect()
-            register_parquet(con, "diffed", list(diffed_uris))
+            register_diffed(con, "diffed", diffed_uris)
             register_parquet(con, "shard_bounds", [bounds_uri])
             register_assigned(con, output_format)
             con.register("reused_shards", pa.table({

@@ -41,9 +41,10 @@ import duckdb
 import pyarrow as pa
 
 from pipeline import sql, storage
+from pipeline.diffed import register_diffed
 from pipeline.extensions import NAMESPACE_MARKERS
 from pipeline.layout import BOUNDS_KEY, SHARDS_KEY, SLICE_INPUT_FOLDER, SLICES_KEY
-from pipeline.parquet import register_parquet, write_parquet
+from pipeline.parquet import write_parquet
 from pipeline.parts import Parts
 from pipeline.plan.model import PlanResult, Shard
 from pipeline.settings import environment
@@ -229,7 +230,7 @@ def prepare(diffed_uris: str | Sequence[str], snapshot_uri: str | None, work_uri
     started = time.monotonic()
     con = con or sql.connect()
     diffed = [diffed_uris] if isinstance(diffed_uris, str) else list(diffed_uris)
-    register_parquet(con, "diffed_all", diffed)
+    register_diffed(con, "diffed_all", diffed)
     register_snapshot(con, snapshot_uri)
     con.execute(sql.load_sql("previous_shard_bounds"))
     slices = _slices(con, slice_rows, weighted=keeps_shards and snapshot_uri is not None,

@@ -27,9 +27,11 @@ from pipeline.diff import (
     MAX_AUTO_DIFF_PARTITIONS,
     combine,
     diff,
+    diff_relation,
     partitions_for,
     previous_partition_rows,
 )
+from pipeline.diffed import DIFFED_COLUMNS, FIRST_RUN_OMITTED, register_diffed
 from pipeline.errors import ConfigError
 from pipeline.load import load
 from pipeline.notify import FEED_KEY, generation_changed_urls
@@ -260,3 +262,22 @@ def test_automatic_partitions_and_bad_counts(tmp_path: Path) -> None:
                          diff_partitions=0))
     with pytest.raises(ConfigError, match="partition 3 of 3"):
         diff("unused", None, T0, str(tmp_path), partition=3, partitions=3)
+
+
+def test_a_first_runs_parts_leave_out_its_constant_columns(tmp_path: Path) -> None:
+    """A first run writes no status, last_changed or prev_shard (one value each there);
+    register_diffed gives every reader the rows diff_rows makes, those columns put back."""
+    inventory = make_inventory(tmp_path / "demo.parquet", 2_000, site=SITE)
+    valid = load(str(inventory), SITE, str(tmp_path / "load")).valid
+    result = diff(valid, None, T0, str(tmp_path / "first"))
+    written = pq.read_schema(result.diffed_uris[0]).names
+    assert set(FIRST_RUN_OMITTED) & set(written) == set()
+    con = sql.connect(memory_limit="512MB", threads=1)
+    register_diffed(con, "diffed", result.diffed_uris)
+    got = con.sql("SELECT * FROM diffed ORDER BY url")
+    expected = diff_relation(con, valid, None, T0).order("url")
+    assert tuple(got.columns) == DIFFED_COLUMNS == tuple(expected.columns)
+    assert got.types == expected.types
+    assert got.fetchall() == expected.fetchall()
+    assert con.sql("SELECT DISTINCT status, last_changed, prev_shard FROM diffed").fetchall() == [
+        ("added", T0, None)]
