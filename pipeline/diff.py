@@ -33,12 +33,12 @@ from datetime import datetime
 import duckdb
 
 from pipeline import sql, storage
-from pipeline.diffed import FIRST_RUN_OMITTED, register_diffed
+from pipeline.diffed import BUCKET, DIFFED_BUCKETS, FIRST_RUN_OMITTED, register_diffed
 from pipeline.errors import ConfigError
 from pipeline.extensions import NEWS_MAX_AGE_DAYS, NEWS_SECTION
 from pipeline.layout import CHANGES_FOLDER, DIFFED_FOLDER, part_key
 from pipeline.load import ValidRows, register_valid
-from pipeline.parquet import register_parquet, write_parquet
+from pipeline.parquet import register_parquet, write_parquet, write_partitioned
 from pipeline.settings import environment
 from pipeline.snapshot import register_snapshot
 
@@ -154,8 +154,9 @@ def diff(valid: ValidRows, snapshot_uri: str | None, run_time: datetime, work_ur
          ) -> DiffResult:
     """Diff one partition of the valid rows against the same partition of the snapshot.
 
-    Writes `diffed/part-NNNNN.parquet` and `changes/part-NNNNN.parquet` (NNNNN: the
-    partition) and returns that partition's counts; `combine` adds partitions up.
+    Writes `diffed/part-NNNNN.parquet` (a first run: `diffed/part-NNNNN/bucket=K/*.parquet`,
+    pipeline.diffed) and `changes/part-NNNNN.parquet` (NNNNN: the partition) and returns
+    that partition's counts; `combine` adds partitions up.
     `previous_rows`: the partition's snapshot rows (previous_partition_rows), if known.
     """
     started = time.monotonic()
@@ -168,12 +169,19 @@ def diff(valid: ValidRows, snapshot_uri: str | None, run_time: datetime, work_ur
     con.execute("SET disabled_optimizers = 'join_order,build_side_probe_side'")
     try:
         rel = diff_relation(con, valid, snapshot_uri, run_time, with_news, partition, partitions)
-        if snapshot_uri is None:  # a first run: its constant columns are not written
+        if snapshot_uri is None:  # a first run: its constants left out, in buckets of sections
             rel = rel.project(", ".join(c for c in rel.columns if c not in FIRST_RUN_OMITTED))
-        diffed_uri = write_parquet(rel, work, diffed_key(partition))
+            buckets = write_partitioned(
+                con, rel.project(f"*, hash(section) % {DIFFED_BUCKETS} AS {BUCKET}"), work,
+                diffed_key(partition).removesuffix(".parquet"), BUCKET)
+            diffed_uris = [u for b in sorted(buckets, key=int) for u in buckets[b]]
+        else:
+            diffed_uris = []
+        if not diffed_uris:  # an incremental run, or a first run without rows: one file
+            diffed_uris = [write_parquet(rel, work, diffed_key(partition))]
     finally:
         con.execute("RESET disabled_optimizers")
-    register_diffed(con, "diffed", [diffed_uri])
+    register_diffed(con, "diffed", diffed_uris)
     changes = con.sql(sql.load_sql("changed_rows"))
     # Each snapshot row matches at most one diffed row (URLs are unique on both sides): when
     # as many matched as the partition holds, none is removed and the anti-join is skipped.
@@ -183,7 +191,7 @@ def diff(valid: ValidRows, snapshot_uri: str | None, run_time: datetime, work_ur
     changes_uri = write_parquet(changes, work, changes_key(partition))
     register_parquet(con, "changes", [changes_uri])
     counts = {k: int(v) for k, v in sql.first_row(con, sql.load_sql("diff_counts")).items()}
-    result = DiffResult(**counts, diffed_uris=[diffed_uri], changes_uris=[changes_uri],
+    result = DiffResult(**counts, diffed_uris=diffed_uris, changes_uris=[changes_uri],
                         seconds=time.monotonic() - started)
     where = f"partition {partition + 1}/{partitions}: " if partitions > 1 else ""
     log.info("diff: %s%d added, %d changed, %d unchanged, %d removed, %d future lastmods "

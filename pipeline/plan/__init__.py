@@ -43,7 +43,6 @@ from pipeline.plan.slices import (
     PROVISIONAL_SHIFT,
     SAMPLES_PER_SLICE,
     SLICE_ROWS,
-    SPLIT_FLUSH_ROWS,
     SPLIT_INPUT_SLICES,
     Slice,
     combine,
@@ -55,7 +54,7 @@ from pipeline.settings import FORMATS
 
 __all__ = [
     "FORMATS", "MERGE_BELOW", "PROVISIONAL_SHIFT", "SAMPLES_PER_SLICE", "SLICES_KEY",
-    "SLICE_ROWS", "SPLIT_FILL", "SPLIT_FLUSH_ROWS", "SPLIT_INPUT_SLICES", "Group",
+    "SLICE_ROWS", "SPLIT_FILL", "SPLIT_INPUT_SLICES", "Group",
     "PlanResult", "Shard", "Slice", "SliceResult", "combine", "load_shards", "pack_subs",
     "plan", "plan_slice", "prepare", "provisional_base", "register_assigned",
     "section_limits", "shard_digest",

@@ -29,22 +29,20 @@ from __future__ import annotations
 import itertools
 import json
 import logging
-import tempfile
 import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any
 
 import duckdb
 import pyarrow as pa
 
 from pipeline import sql, storage
-from pipeline.diffed import register_diffed
+from pipeline.diffed import bucketed, register_diffed
 from pipeline.extensions import NAMESPACE_MARKERS
 from pipeline.layout import BOUNDS_KEY, SHARDS_KEY, SLICE_INPUT_FOLDER, SLICES_KEY
-from pipeline.parquet import write_parquet
+from pipeline.parquet import write_parquet, write_partitioned
 from pipeline.parts import Parts
 from pipeline.plan.model import PlanResult, Shard
 from pipeline.settings import environment
@@ -72,8 +70,6 @@ SAMPLES_PER_SLICE = 1_000
 #: every diffed row for its own, which costs less than the split (10M URLs: 3 slices;
 #: 100M: 33 slices, 33 scans of 100M rows).
 SPLIT_INPUT_SLICES = 6
-#: Rows a slice's share of that split is held in memory before it is written.
-SPLIT_FLUSH_ROWS = 16_384
 #: Each slice's result, `plan-slice-NNNNN.json`: its shards under their planned numbers,
 #: with the token of the prepare that chose the slices.
 SLICE_RESULTS = Parts(
@@ -241,8 +237,9 @@ def prepare(diffed_uris: str | Sequence[str], snapshot_uri: str | None, work_uri
     work = storage.open_storage(work_uri)
     bounds_uri = write_parquet(con.sql("SELECT * FROM shard_bounds"), work, BOUNDS_KEY)
     con.execute("DROP TABLE IF EXISTS shard_bounds")
-    slice_inputs = _split_by_slice(con, work, slices) if len(slices) >= SPLIT_INPUT_SLICES \
-        else None
+    # A first run's rows are in buckets of sections already: each slice reads its own.
+    slice_inputs = _split_by_slice(con, work, slices) \
+        if len(slices) >= SPLIT_INPUT_SLICES and not bucketed(diffed) else None
     section_stats = _whole_section_stats(con, slices) if snapshot_uri is None else None
     work.write_bytes(SLICES_KEY, json.dumps({
         # Each slice's result names this, so combine never mixes results of two prepares.
@@ -279,25 +276,9 @@ def _split_by_slice(con: duckdb.DuckDBPyConnection, work: storage.Storage,
         "section": pa.array([s for sl in slices for s in sl.sections], pa.string()),
         "lo": pa.array([sl.lo for sl in slices for _ in sl.sections], pa.string()),
         "hi": pa.array([sl.hi for sl in slices for _ in sl.sections], pa.string())}))
-    rel = con.sql(sql.load_sql("slice_input"))
-    with tempfile.TemporaryDirectory(prefix="sitemaps-") as tmp:
-        local = work.local_dir / SLICE_INPUT_FOLDER if work.local_dir else Path(tmp)
-        # One pass, one file (or a few) per slice: DuckDB's partitioned write. It holds each
-        # partition's rows until this many (default 524,288): 33 slices of 100M URLs ran out
-        # of a 875 MiB limit ("failed to pin block"); 16,384 bounds it and measured faster.
-        con.execute(f"SET partitioned_write_flush_threshold = {SPLIT_FLUSH_ROWS}")
-        try:
-            rel.write_parquet(str(local), compression="lz4_raw", partition_by=["slice"],
-                              overwrite=True)
-        finally:
-            con.execute("RESET partitioned_write_flush_threshold")
-        files: list[list[str]] = [[] for _ in slices]
-        for path in sorted(local.glob("slice=*/*.parquet")):
-            index = int(path.parent.name.removeprefix("slice="))
-            key = f"{SLICE_INPUT_FOLDER}/{path.parent.name}/{path.name}"
-            if not work.local_dir:
-                work.upload_file(path, key)
-            files[index].append(work.uri(key))
+    parts = write_partitioned(con, con.sql(sql.load_sql("slice_input")), work,
+                              SLICE_INPUT_FOLDER, "slice")
+    files = [parts.get(str(index), []) for index in range(len(slices))]
     con.unregister("slice_ranges")
     log.info("plan: the diffed rows split by slice (%d slices)", len(slices))
     return files

@@ -31,7 +31,13 @@ from pipeline.diff import (
     partitions_for,
     previous_partition_rows,
 )
-from pipeline.diffed import DIFFED_COLUMNS, FIRST_RUN_OMITTED, register_diffed
+from pipeline.diffed import (
+    DIFFED_COLUMNS,
+    FIRST_RUN_OMITTED,
+    bucketed,
+    files_of_sections,
+    register_diffed,
+)
 from pipeline.errors import ConfigError
 from pipeline.load import load
 from pipeline.notify import FEED_KEY, generation_changed_urls
@@ -244,8 +250,10 @@ def test_diff_steps_write_one_result_per_partition_and_combine_them(tmp_path: Pa
         "diff-00000.json", "diff-00001.json", "diff-00002.json", "diff.json"]
     assert counts.partitions == 3
     assert counts.counts["added"] > sum(p.counts["added"] for p in parts) > 0
+    # a first run: each partition's rows in buckets of sections (pipeline.diffed)
     assert sorted(p.name for p in (work / "diffed").iterdir()) == [
-        f"part-{p:05d}.parquet" for p in range(3)]
+        f"part-{p:05d}" for p in range(3)]
+    assert all(f.parent.name.startswith("bucket=") for f in (work / "diffed").rglob("*.parquet"))
 
 
 def test_automatic_partitions_and_bad_counts(tmp_path: Path) -> None:
@@ -265,8 +273,9 @@ def test_automatic_partitions_and_bad_counts(tmp_path: Path) -> None:
 
 
 def test_a_first_runs_parts_leave_out_its_constant_columns(tmp_path: Path) -> None:
-    """A first run writes no status, last_changed or prev_shard (one value each there);
-    register_diffed gives every reader the rows diff_rows makes, those columns put back."""
+    """A first run writes no status, last_changed or prev_shard (one value each there), in
+    buckets of sections; register_diffed gives every reader the rows diff_rows makes, those
+    columns put back, and files_of_sections the files that hold a section's rows."""
     inventory = make_inventory(tmp_path / "demo.parquet", 2_000, site=SITE)
     valid = load(str(inventory), SITE, str(tmp_path / "load")).valid
     result = diff(valid, None, T0, str(tmp_path / "first"))
@@ -281,3 +290,13 @@ def test_a_first_runs_parts_leave_out_its_constant_columns(tmp_path: Path) -> No
     assert got.fetchall() == expected.fetchall()
     assert con.sql("SELECT DISTINCT status, last_changed, prev_shard FROM diffed").fetchall() == [
         ("added", T0, None)]
+    # In buckets of sections: a section's rows are all in the files files_of_sections gives.
+    assert bucketed(result.diffed_uris) and len(result.diffed_uris) > 1
+    sections = [s for (s,) in con.sql("SELECT DISTINCT section FROM diffed").fetchall()]
+    for section in sections:
+        files = files_of_sections(con, result.diffed_uris, [section])
+        assert 0 < len(files) < len(result.diffed_uris)
+        register_diffed(con, "picked", files)
+        assert con.sql("SELECT count(*) FROM picked WHERE section = $s", params={"s": section}
+                       ).fetchall() == con.sql("SELECT count(*) FROM diffed WHERE section = $s",
+                                               params={"s": section}).fetchall()
