@@ -112,8 +112,10 @@ def test_end_to_end_on_s3(s3_bucket: Any, tmp_path: Path) -> None:
 
 def test_sliced_plan_with_work_files_on_s3(s3_bucket: Any, tmp_path: Path,
                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    # Several planned parts on S3: render opens each, the snapshot is read from all; with
-    # this many slices, prepare splits the diffed rows by slice (plan-input/ on S3).
+    # Several planned parts on S3: render opens each, the snapshot is read from all. A first
+    # run's slices read the diffed files of their sections' buckets (on S3); with this many
+    # slices, a later run that plans every row splits the diffed rows by slice (plan-input/).
+    from pipeline.plan import packing
     from pipeline.plan import slices as plan
 
     split: list[list[list[str]]] = []
@@ -121,24 +123,31 @@ def test_sliced_plan_with_work_files_on_s3(s3_bucket: Any, tmp_path: Path,
     monkeypatch.setattr(plan, "_split_by_slice",
                         lambda con, work, slices: split.append(real(con, work, slices))
                         or split[-1])
+    picked: list[tuple[int, list[str]]] = []
+    real_pick = packing.files_of_sections
+    monkeypatch.setattr(packing, "files_of_sections", lambda con, uris, sections: picked.append(
+        (len(uris), real_pick(con, uris, sections))) or picked[-1][1])
     inv = inventory(tmp_path, 420)
     out = s3_bucket.url("sliced")
     kw = {"work": s3_bucket.url("work"), "plan_slice_rows": 60}
     summary = run(opts(inv, out, **kw))
     assert summary["counts"]["published"] == 420
-    assert len(split) == 1 and len(split[0]) >= plan.SPLIT_INPUT_SLICES
-    assert all(uri.startswith("s3://") for files in split[0] for uri in files)
+    assert not split and len(picked) >= plan.SPLIT_INPUT_SLICES
+    assert all(uri.startswith("s3://") and "/bucket=" in uri for _, files in picked
+               for uri in files)
+    assert any(0 < len(files) < every for every, files in picked)
     result = read_output(out, max_urls=50)
     assert len(result.locs) == 420
     again = run(opts(inv, out, run_time=T0 + timedelta(days=1), rebuild=True, **kw))
     assert again["counts"]["unchanged"] == 420 and again["counts"]["shards_written"] == 0
     # The rebuild keeps every shard: its slices are sized by the rows it may write (none),
     # so they are few and need no split.
-    assert len(split) == 1
+    assert not split
     forced = run(opts(inv, out, run_time=T0 + timedelta(days=2), force=True, **kw))
     assert forced["counts"]["unchanged"] == 420
-    assert len(split) == 2  # --force plans every row again, from its own split
-    assert all(uri.startswith("s3://") for files in split[1] for uri in files)
+    assert len(split) == 1  # --force plans every row again, from its own split
+    assert len(split[0]) >= plan.SPLIT_INPUT_SLICES
+    assert all(uri.startswith("s3://") for files in split[0] for uri in files)
     assert sorted(read_output(out, max_urls=50).locs) == sorted(result.locs)
 
 
