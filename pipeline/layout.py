@@ -23,6 +23,7 @@ paths from these names only, so the trees below are the whole list:
     <work>/                                   a run's intermediate files
       normalized.parquet, duplicates.parquet, rejects.parquet      load
       diffed/part-NNNNN.parquet, changes/part-NNNNN.parquet         diff
+      diffed/part-NNNNN/bucket=K/*.parquet    a first run's diffed rows (pipeline.diffed)
       plan-slices.json, plan-bounds.parquet, planned/part-NNNNN.parquet, shards.json   plan
       plan-input/slice=N/*.parquet            the diffed rows split by slice (many slices)
       live_keys.json                          the live generation's shard keys at begin

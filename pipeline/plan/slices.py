@@ -68,7 +68,8 @@ SAMPLES_PER_SLICE = 1_000
 #: From this many slices on, prepare splits the diffed rows by slice in one pass (one more
 #: write and read of them) and each slice reads only its own rows; below, each slice scans
 #: every diffed row for its own, which costs less than the split (10M URLs: 3 slices;
-#: 100M: 33 slices, 33 scans of 100M rows).
+#: 100M: 33 slices, 33 scans of 100M rows). Not a first run's rows: they are in buckets of
+#: sections (pipeline.diffed), and each slice reads its sections' files.
 SPLIT_INPUT_SLICES = 6
 #: Each slice's result, `plan-slice-NNNNN.json`: its shards under their planned numbers,
 #: with the token of the prepare that chose the slices.
