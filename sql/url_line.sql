@@ -46,6 +46,19 @@ CREATE OR REPLACE MACRO xml_escaped_bytes(s) AS
         THEN strlen(xml_escape(s))
         ELSE strlen(s)
     END;
+-- priority_bytes: strlen(priority_text(p)) without printf (10M rows: 0.6 s of CPU). A
+-- priority of 0-1 prints as '0', '1', '0.d', '0.dd' or '0.ddd': the digits of p rounded to
+-- thousandths, m, less its trailing zeros. round(p * 1000) is that m unless p * 1000 lies
+-- within a rounding error of a half (or p is -0.0, or out of 0-1): those are printed.
+CREATE OR REPLACE MACRO priority_bytes(p) AS
+    CASE
+        WHEN NOT (p > 0 AND p <= 1) OR abs(p * 1000 - floor(p * 1000) - 0.5) < 1e-6
+            THEN strlen(priority_text(p))
+        WHEN round(p * 1000) % 1000 = 0 THEN 1
+        WHEN round(p * 1000) % 100 = 0 THEN 3
+        WHEN round(p * 1000) % 10 = 0 THEN 4
+        ELSE 5
+    END;
 CREATE OR REPLACE MACRO url_line_bytes(url, lastmod, changefreq, priority, ext) AS
     -- '<url><loc>' 10, '</loc>' 6, '</url>' and the newline 7
     23 + xml_escaped_bytes(url)
@@ -57,7 +70,7 @@ CREATE OR REPLACE MACRO url_line_bytes(url, lastmod, changefreq, priority, ext) 
     -- '<changefreq>' 12, '</changefreq>' 13
     + CASE WHEN changefreq IS NULL THEN 0 ELSE 25 + strlen(changefreq) END
     -- '<priority>' 10, '</priority>' 11
-    + CASE WHEN priority IS NULL THEN 0 ELSE 21 + strlen(priority_text(priority)) END
+    + CASE WHEN priority IS NULL THEN 0 ELSE 21 + priority_bytes(priority) END
     + coalesce(strlen(ext), 0);
 -- The three measures plan takes of a row's line, by output format ('xml', or 'txt': a line is
 -- the URL alone): its bytes, a hash of what it is made of (a shard's content identity is

@@ -239,6 +239,26 @@ def test_url_line_bytes_is_the_rendered_length(con: duckdb.DuckDBPyConnection) -
     assert len(got) == 5 and all(rendered == measured for rendered, measured in got), got
 
 
+def test_priority_bytes_is_the_printed_length(con: duckdb.DuckDBPyConnection) -> None:
+    """priority_bytes counts what priority_text prints, without printing: every thousandth,
+    the halves between them and values a rounding error off them, -0.0, and random ones."""
+    con.execute(sql.load_sql("url_line"))
+    thousandths = np.arange(1001) / 1000
+    halves = np.arange(1000) / 1000 + 0.0005
+    rng = np.random.default_rng(7)
+    values = np.concatenate([
+        thousandths, halves, np.nextafter(halves, 0), np.nextafter(halves, 1),
+        np.arange(11) / 10, [0.0, -0.0, 1e-300, 0.0004999999, 0.9995, 0.99949999],
+        rng.random(200_000)])
+    con.register("priorities", pa.table({"p": values}))
+    wrong = con.sql("SELECT p, priority_text(p), priority_bytes(p) FROM priorities "
+                    "WHERE priority_bytes(p) <> strlen(priority_text(p))").fetchall()
+    assert wrong == []
+    assert con.sql("SELECT priority_text(-0.0::DOUBLE), priority_bytes(-0.0::DOUBLE), "
+                   "priority_bytes(0.25), priority_bytes(0.1), priority_bytes(1.0)"
+                   ).fetchall() == [("-0", 2, 4, 3, 1)]
+
+
 def test_assigned_rows_and_group_stats(con: duckdb.DuckDBPyConnection) -> None:
     """Kept URLs keep their shard, a new URL goes to the shard whose range holds it (or the
     section's first), a new section has none; the sums are the rows' own."""
