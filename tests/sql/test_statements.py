@@ -83,6 +83,7 @@ def test_valid_rows_sections(con: duckdb.DuckDBPyConnection) -> None:
         con.sql("SELECT *, raw_section(url, $p, $d) AS raw_section, hash(url) AS url_hash "
                 "FROM classified_base",
                 params={"p": p, "d": depth}).create_view("classified", replace=True)
+        con.sql("SELECT * FROM classified").create_view("normalized", replace=True)
         con.execute(sql.load_sql("section_slugs"))
         return {r[0]: r[1] for r in con.sql(sql.load_sql("valid_rows")).fetchall()}
 
