@@ -7,10 +7,17 @@ the shards' numbers repeated over their row ranges; nothing is joined), and, for
 shards kept as they are published (whose rows are in no part), the diffed rows
 that the plan assigned to them (sql/reused_rows.sql). The next run reads it back with
 `register_snapshot`.
+
+Its footer also holds each shard's bounds (SHARD_BOUNDS_KEY: the section, shard, smallest
+and largest URL and URL count that sql/previous_shard_bounds.sql would find in its rows),
+taken while it is written: the next run's plan reads them there (`shard_bounds`) instead of
+scanning every row (10M URLs: 0.4 s). A snapshot without them (an earlier version's) is
+scanned.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -23,7 +30,7 @@ import pyarrow.parquet as pq
 from pipeline import integrity, sql, storage
 from pipeline.diffed import register_diffed
 from pipeline.layout import CHANGES_KEY, REJECTS_KEY, SNAPSHOT_KEY, generation_key
-from pipeline.parquet import open_parquet, register_parquet, write_parquet
+from pipeline.parquet import open_parquet, read_table, register_parquet, write_parquet
 
 if TYPE_CHECKING:  # plan reads the snapshot (register_snapshot): no import cycle at run time
     from pipeline.plan import Shard
@@ -46,6 +53,14 @@ SNAPSHOT_SCHEMA = pa.schema([
 ])
 assert tuple(SNAPSHOT_SCHEMA.names) == SNAPSHOT_COLUMNS
 _PART_COLUMNS = [c for c in SNAPSHOT_COLUMNS if c != "shard"]
+
+#: The footer key of the shards' bounds: JSON rows [section, shard, lower, upper, urls].
+SHARD_BOUNDS_KEY = "sitemaps.shard_bounds"
+#: The bounds' columns and types, as sql/previous_shard_bounds.sql gives them.
+SHARD_BOUNDS_SCHEMA = pa.schema([
+    ("section", pa.string()), ("shard", pa.int32()), ("lower", pa.string()),
+    ("upper", pa.string()), ("urls", pa.int64()),
+])
 
 
 def register_snapshot(con: duckdb.DuckDBPyConnection, snapshot_uri: str | None,
@@ -79,6 +94,7 @@ def write_snapshot(store: storage.Storage, key: str, *, planned_uris: Sequence[s
     from pipeline.plan import register_assigned
 
     rows = 0
+    bounds: list[list[Any]] = []
     # Dictionary encoding only for the section: the other columns are nearly unique, and
     # trying a dictionary on them made the file slower to write (a third) and larger.
     with store.local_output(key) as path, pq.ParquetWriter(
@@ -87,13 +103,21 @@ def write_snapshot(store: storage.Storage, key: str, *, planned_uris: Sequence[s
             in_part = sorted((s for s in shards if s.part == part), key=lambda s: s.row_start or 0)
             numbers = np.repeat(np.array([s.shard for s in in_part], dtype=np.int32),
                                 [s.urls for s in in_part])
+            # A shard's rows are in URL order: its bounds are its first and last row's URL.
+            ends = _EndUrls([i for s in in_part for i in (s.row_start or 0,
+                                                           (s.row_start or 0) + s.urls - 1)])
             offset = 0
             for batch in open_parquet(uri).iter_batches(columns=_PART_COLUMNS):
                 shard = pa.array(numbers[offset:offset + batch.num_rows], pa.int32())
+                ends.take(batch.column("url"), offset)
                 offset += batch.num_rows
                 writer.write_batch(_conform(batch, shard))
             rows += offset
+            bounds += [[s.section, s.shard, lower, upper, s.urls] for s, lower, upper in zip(
+                in_part, ends.urls[0::2], ends.urls[1::2], strict=True)]
         reused = [s for s in shards if s.reused]
+        bounds += _reused_bounds(bounds_uri, reused)
+        writer.add_key_value_metadata({SHARD_BOUNDS_KEY: json.dumps(sorted(bounds))})
         if reused:
             con = sql.connect()
             register_diffed(con, "diffed", diffed_uris)
@@ -106,6 +130,40 @@ def write_snapshot(store: storage.Storage, key: str, *, planned_uris: Sequence[s
                 writer.write_batch(_conform(batch, batch.column("shard")))
                 rows += batch.num_rows
     return rows
+
+
+class _EndUrls:
+    """The URLs at given row numbers of a part (ascending), taken batch by batch."""
+
+    def __init__(self, rows: Sequence[int]) -> None:
+        self.rows = np.asarray(rows, dtype=np.int64)
+        self.urls: list[str] = []
+
+    def take(self, urls: pa.Array, offset: int) -> None:
+        """Those of the rows that `urls` holds (the part's rows from `offset` on)."""
+        lo, hi = np.searchsorted(self.rows, [offset, offset + len(urls)])
+        self.urls += urls.take(pa.array(self.rows[lo:hi] - offset)).to_pylist()
+
+
+def _reused_bounds(bounds_uri: str, reused: Sequence[Shard]) -> list[list[Any]]:
+    """The bounds of the shards kept as they were: the same rows, so the live shard's."""
+    if not reused:
+        return []
+    table = read_table(bounds_uri, SHARD_BOUNDS_SCHEMA.names)
+    live = {(r["section"], r["shard"]): [r["lower"], r["upper"], r["urls"]]
+            for r in table.to_pylist()}
+    return [[s.section, s.shard, *live[(s.section, s.shard)]] for s in reused]
+
+
+def shard_bounds(snapshot_uri: str) -> pa.Table | None:
+    """The shards' bounds the snapshot's footer holds (SHARD_BOUNDS_SCHEMA), or None for a
+    snapshot written without them."""
+    found = (open_parquet(snapshot_uri).metadata.metadata or {}).get(SHARD_BOUNDS_KEY.encode())
+    if found is None:
+        return None
+    rows = json.loads(found)
+    return pa.table([pa.array([r[i] for r in rows], f.type)
+                     for i, f in enumerate(SHARD_BOUNDS_SCHEMA)], schema=SHARD_BOUNDS_SCHEMA)
 
 
 def _conform(batch: pa.RecordBatch, shard: pa.Array) -> pa.RecordBatch:

@@ -46,7 +46,7 @@ from pipeline.parquet import write_parquet, write_partitioned
 from pipeline.parts import Parts
 from pipeline.plan.model import PlanResult, Shard
 from pipeline.settings import environment
-from pipeline.snapshot import register_snapshot
+from pipeline.snapshot import register_snapshot, shard_bounds
 
 log = logging.getLogger(__name__)
 
@@ -228,8 +228,7 @@ def prepare(diffed_uris: str | Sequence[str], snapshot_uri: str | None, work_uri
     con = con or sql.connect()
     diffed = [diffed_uris] if isinstance(diffed_uris, str) else list(diffed_uris)
     register_diffed(con, "diffed_all", diffed)
-    register_snapshot(con, snapshot_uri)
-    con.execute(sql.load_sql("previous_shard_bounds"))
+    _register_previous_bounds(con, snapshot_uri)
     slices = _slices(con, slice_rows, weighted=keeps_shards and snapshot_uri is not None,
                      output_format=output_format)
     # New shards of a section are numbered after its highest previous number.
@@ -253,6 +252,19 @@ def prepare(diffed_uris: str | Sequence[str], snapshot_uri: str | None, work_uri
     log.info("plan: %d slice(s) for about %d rows, at most about %d to write in each", len(slices),
              sum(sl.rows for sl in slices), slice_rows)
     return slices
+
+
+def _register_previous_bounds(con: duckdb.DuckDBPyConnection, snapshot_uri: str | None) -> None:
+    """The table `shard_bounds`: the last generation's shards, from its snapshot's footer
+    (pipeline.snapshot.shard_bounds), else from its rows (sql/previous_shard_bounds.sql)."""
+    footer = shard_bounds(snapshot_uri) if snapshot_uri else None
+    if footer is None:
+        register_snapshot(con, snapshot_uri)
+        con.execute(sql.load_sql("previous_shard_bounds"))
+        return
+    con.register("footer_bounds", footer)
+    con.execute("CREATE OR REPLACE TABLE shard_bounds AS SELECT * FROM footer_bounds")
+    con.unregister("footer_bounds")
 
 
 def _whole_section_stats(con: duckdb.DuckDBPyConnection, slices: Sequence[Slice]

@@ -1,5 +1,6 @@
 """Property: for random inventories and random edits, every run publishes exactly the
-valid inventory within the limits, and a shard's key changes only if its content did."""
+valid inventory within the limits, a shard's key changes only if its content did, and the
+shard bounds in the snapshot's footer are those of its rows."""
 
 from __future__ import annotations
 
@@ -11,7 +12,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from pipeline import sql
 from pipeline.config import Limits
+from pipeline.layout import default_state, state_file_key
+from pipeline.snapshot import register_snapshot, shard_bounds
 from tests.integration.test_incremental import SITE, Site
 
 pytestmark = pytest.mark.integration
@@ -29,6 +33,20 @@ def shard_contents(out) -> dict[str, tuple[str, tuple]]:  # type: ignore[no-unty
             for k, locs in out.files.items()}
 
 
+def assert_footer_bounds(root: str, generation: str) -> None:
+    """The bounds plan reads from the snapshot's footer are what a scan of its rows finds."""
+    snapshot = f"{default_state(root)}/{state_file_key(generation, 'snapshot')}"
+    con = sql.connect()
+    register_snapshot(con, snapshot)
+    con.execute(sql.load_sql("previous_shard_bounds"))
+    scanned = con.sql("SELECT * FROM shard_bounds ORDER BY section, shard").to_arrow_table()
+    footer = shard_bounds(snapshot)
+    assert footer is not None
+    assert footer.sort_by([("section", "ascending"), ("shard", "ascending")]).equals(
+        scanned.cast(footer.schema))
+    assert scanned.num_rows > 0
+
+
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(inventory=inventories, rounds=st.lists(edits, min_size=1, max_size=3),
        max_urls=st.integers(3, 12))
@@ -37,7 +55,8 @@ def test_random_edits(inventory: dict[str, str], rounds: list, max_urls: int) ->
         site = Site(f"{tmp}/out", Path(tmp), {u: (h, None) for u, h in inventory.items()},
                     Limits(max_urls=max_urls))
         when = datetime(2026, 12, 1, tzinfo=UTC)
-        site.publish(when)
+        first = site.publish(when)
+        assert_footer_bounds(site.root, first["generation"])
         before = shard_contents(site.output())
         for edit in rounds:
             for op, url, h in edit:
@@ -48,7 +67,9 @@ def test_random_edits(inventory: dict[str, str], rounds: list, max_urls: int) ->
             if not site.rows:
                 site.rows[f"{SITE}a/keep"] = ("k", None)
             when += timedelta(hours=1)
-            site.publish(when)
+            summary = site.publish(when)
+            if summary["published"]:
+                assert_footer_bounds(site.root, summary["generation"])
             out = site.output()  # validates every file, limits and counts
             expected = {u.replace("dé", "d%C3%A9") for u in site.rows}
             assert set(out.locs) == expected
