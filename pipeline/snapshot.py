@@ -97,8 +97,11 @@ def write_snapshot(store: storage.Storage, key: str, *, planned_uris: Sequence[s
     bounds: list[list[Any]] = []
     # Dictionary encoding only for the section: the other columns are nearly unique, and
     # trying a dictionary on them made the file slower to write (a third) and larger.
+    # Values encoded 65,536 at a time (not 1,024) into version 2 data pages: 10M rows write
+    # in 1.2 s instead of 1.5 s, the same bytes, and DuckDB scans them as fast.
     with store.local_output(key) as path, pq.ParquetWriter(
-            str(path), SNAPSHOT_SCHEMA, compression="lz4_raw", use_dictionary=["section"]) as writer:
+            str(path), SNAPSHOT_SCHEMA, compression="lz4_raw", use_dictionary=["section"],
+            write_batch_size=65_536, data_page_version="2.0") as writer:
         for part, uri in enumerate(planned_uris):
             in_part = sorted((s for s in shards if s.part == part), key=lambda s: s.row_start or 0)
             numbers = np.repeat(np.array([s.shard for s in in_part], dtype=np.int32),

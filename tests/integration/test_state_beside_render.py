@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
 import pytest
 
 from pipeline import run as run_module
@@ -37,9 +38,14 @@ def _opts(inv: str, out: Path, **kw: Any) -> RunOptions:
     return RunOptions(inventory=inv, site_url=SITE, out=str(out), **kw)
 
 
-def _state_files(out: Path, generation: str) -> dict[str, bytes]:
+def _state_files(out: Path, generation: str) -> dict[str, Any]:
+    """The generation's state files: their bytes, but the changes' rows, sorted. The diff
+    writes those in no set order (a first run reads its buckets of sections on two threads),
+    and every reader orders them itself (the feed, IndexNow)."""
     folder = out / "_state" / "generations" / generation
-    return {p.name: p.read_bytes() for p in sorted(folder.glob("*.parquet"))}
+    return {p.name: sorted(pq.read_table(p).to_pylist(), key=lambda r: r["url"])
+            if p.name == "changes.parquet" else p.read_bytes()
+            for p in sorted(folder.glob("*.parquet"))}
 
 
 def test_the_state_stored_beside_render_is_what_publish_stores_after_it(
