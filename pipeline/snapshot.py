@@ -119,8 +119,9 @@ def write_snapshot(store: storage.Storage, key: str, *, planned_uris: Sequence[s
             bounds += [[s.section, s.shard, lower, upper, s.urls] for s, lower, upper in zip(
                 in_part, ends.urls[0::2], ends.urls[1::2], strict=True)]
         reused = [s for s in shards if s.reused]
-        bounds += _reused_bounds(bounds_uri, reused)
-        writer.add_key_value_metadata({SHARD_BOUNDS_KEY: json.dumps(sorted(bounds))})
+        kept = _reused_bounds(bounds_uri, reused)
+        if kept is not None:  # else no bounds: the next run scans the rows for them
+            writer.add_key_value_metadata({SHARD_BOUNDS_KEY: json.dumps(sorted(bounds + kept))})
         if reused:
             con = sql.connect()
             register_diffed(con, "diffed", diffed_uris)
@@ -148,13 +149,16 @@ class _EndUrls:
         self.urls += urls.take(pa.array(self.rows[lo:hi] - offset)).to_pylist()
 
 
-def _reused_bounds(bounds_uri: str, reused: Sequence[Shard]) -> list[list[Any]]:
-    """The bounds of the shards kept as they were: the same rows, so the live shard's."""
+def _reused_bounds(bounds_uri: str, reused: Sequence[Shard]) -> list[list[Any]] | None:
+    """The bounds of the shards kept as they were: the same rows, so the live shard's as
+    plan read them (`bounds_uri`); None if one is not there."""
     if not reused:
         return []
     table = read_table(bounds_uri, SHARD_BOUNDS_SCHEMA.names)
     live = {(r["section"], r["shard"]): [r["lower"], r["upper"], r["urls"]]
             for r in table.to_pylist()}
+    if any((s.section, s.shard) not in live for s in reused):
+        return None
     return [[s.section, s.shard, *live[(s.section, s.shard)]] for s in reused]
 
 

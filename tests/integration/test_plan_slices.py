@@ -429,3 +429,47 @@ def test_a_first_runs_whole_sections_are_measured_once_for_every_slice(
     queried = _plan_run(inventory, tmp_path / "queried", T0, "sequential")
     _same(measured, queried)
     assert measured["files"] == queried["files"] and len(measured["files"]) > 20
+
+
+def test_the_live_shards_bounds_come_from_the_snapshots_footer(inventory: Path,
+                                                               tmp_path: Path) -> None:
+    """prepare takes the last generation's shard bounds from its snapshot's footer, not from
+    a scan of its rows: bounds tampered there are the ones it writes for the slices; a
+    snapshot without them (an earlier version's) is scanned, with the same result as the
+    footer it was written with."""
+    from pipeline import integrity
+    from pipeline.layout import BOUNDS_KEY
+    from pipeline.snapshot import SHARD_BOUNDS_KEY, shard_bounds
+
+    out = tmp_path / "out"
+    run(_opts(inventory, out))
+    manifest = json.loads((out / "manifest.json").read_text())
+    snapshot = Path(state_file(str(out), manifest, "snapshot"))
+    written = shard_bounds(str(snapshot))
+    assert written is not None and written.num_rows == len(manifest["sitemaps"])
+
+    def prepared_bounds(metadata: dict[bytes, bytes] | None) -> pa.Table:
+        """The bounds prepare writes for a rerun, the live snapshot's footer holding
+        `metadata` (its rows unchanged, the manifest's check made again)."""
+        rows = pq.read_table(snapshot)
+        pq.write_table(rows.replace_schema_metadata(metadata), snapshot)
+        manifest["state_check"] = {"snapshot": integrity.describe(str(snapshot))}
+        (out / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True))
+        ctx = steps.begin(_opts(inventory, out, T0 + timedelta(hours=1), force=True))
+        try:
+            steps.load_step(ctx)
+            steps.diff_step(ctx)
+            steps.plan_prepare_step(ctx)
+            with storage.open_storage(ctx.work).local_path(BOUNDS_KEY) as path:
+                return pq.read_table(path).sort_by([("section", "ascending"),
+                                                    ("shard", "ascending")])
+        finally:
+            steps.finish(ctx)
+
+    bounds = json.loads(pq.read_metadata(snapshot).metadata[SHARD_BOUNDS_KEY.encode()])
+    bounds[0][2] = SITE + "tampered"
+    tampered = prepared_bounds({SHARD_BOUNDS_KEY.encode(): json.dumps(bounds).encode()})
+    assert tampered["lower"].to_pylist()[0] == SITE + "tampered"
+    scanned = prepared_bounds(None)
+    assert scanned.cast(written.schema).equals(written)
+    assert scanned["lower"].to_pylist()[0] != SITE + "tampered"
