@@ -52,6 +52,7 @@ CREATE OR REPLACE MACRO xml_escaped_bytes(s) AS
 -- within a rounding error of a half (or p is -0.0, or out of 0-1): those are printed.
 CREATE OR REPLACE MACRO priority_bytes(p) AS
     CASE
+        WHEN p IS NULL THEN NULL
         WHEN NOT (p > 0 AND p <= 1) OR abs(p * 1000 - floor(p * 1000) - 0.5) < 1e-6
             THEN strlen(priority_text(p))
         WHEN round(p * 1000) % 1000 = 0 THEN 1

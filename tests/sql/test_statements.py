@@ -256,8 +256,8 @@ def test_priority_bytes_is_the_printed_length(con: duckdb.DuckDBPyConnection) ->
                     "WHERE priority_bytes(p) <> strlen(priority_text(p))").fetchall()
     assert wrong == []
     assert con.sql("SELECT priority_text(-0.0::DOUBLE), priority_bytes(-0.0::DOUBLE), "
-                   "priority_bytes(0.25), priority_bytes(0.1), priority_bytes(1.0)"
-                   ).fetchall() == [("-0", 2, 4, 3, 1)]
+                   "priority_bytes(0.25), priority_bytes(0.1), priority_bytes(1.0), "
+                   "priority_bytes(NULL::DOUBLE)").fetchall() == [("-0", 2, 4, 3, 1, None)]
 
 
 def test_assigned_rows_and_group_stats(con: duckdb.DuckDBPyConnection) -> None:
