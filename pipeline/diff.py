@@ -44,8 +44,8 @@ from pipeline.snapshot import register_snapshot
 
 log = logging.getLogger(__name__)
 
-#: Valid rows per diff partition when the run does not say (SITEMAPS_DIFF_PARTITION_ROWS;
-#: 0: from the memory limit, partitions_for): a run diffs ceil(valid rows / this) hash
+#: Rows per diff partition when the run does not say (SITEMAPS_DIFF_PARTITION_ROWS;
+#: 0: from the memory limit, partitions_for): a run diffs ceil(inventory rows / this) hash
 #: partitions, each one join of about this many rows against its share of the snapshot.
 #: The DAG maps the partitions over workers; the CLI runs them one after the other.
 DIFF_PARTITION_ROWS = environment().diff_partition_rows
@@ -53,9 +53,10 @@ DIFF_PARTITION_ROWS = environment().diff_partition_rows
 #: section, shard, fingerprint, three timestamps; measured: 10M rows spill 7 GB under a 1 GB
 #: limit, 5M rows fit), with room to spare.
 DIFF_BUILD_ROW_BYTES = 150
-#: At most this many automatic partitions (10M URLs under the default 1 GB make 2; 100M make
-#: 4, whose joins spill some: 16 partitions would read the inputs 16 times).
-MAX_AUTO_DIFF_PARTITIONS = 4
+#: At most this many automatic partitions (10M URLs under the default 1 GB make 2, 100M 15).
+#: Load cuts the valid rows by the partitions, so each reads its own; each still scans the
+#: whole snapshot, which more partitions read more often.
+MAX_AUTO_DIFF_PARTITIONS = 16
 
 _COUNTS = ("added", "changed", "unchanged", "removed", "lastmod_clamped", "news_articles")
 
@@ -79,19 +80,21 @@ class DiffResult:
         return {k: getattr(self, k) for k in _COUNTS}
 
 
-def partitions_for(valid_rows: int, partition_rows: int | None = None, *,
+def partitions_for(inventory_rows: int, partition_rows: int | None = None, *,
                    first_run: bool = False) -> int:
     """Automatic number of diff partitions: one on a first run (nothing to join), else
-    ceil(valid rows / rows per partition), at least 1. Rows per partition: `partition_rows`,
-    else SITEMAPS_DIFF_PARTITION_ROWS, else as many snapshot rows as DuckDB's memory holds in
-    the join's hash table (DIFF_BUILD_ROW_BYTES each), so the join never spills."""
+    ceil(inventory rows / rows per partition), at least 1. Rows per partition:
+    `partition_rows`, else SITEMAPS_DIFF_PARTITION_ROWS, else as many snapshot rows as
+    DuckDB's memory holds in the join's hash table (DIFF_BUILD_ROW_BYTES each), so the join
+    never spills. Chosen before load (which cuts its rows by them) from the inventory's rows,
+    of which the valid rows are at most as many."""
     if first_run:
         return 1
     if partition_rows or DIFF_PARTITION_ROWS:
-        return max(1, math.ceil(valid_rows / (partition_rows or DIFF_PARTITION_ROWS)))
+        return max(1, math.ceil(inventory_rows / (partition_rows or DIFF_PARTITION_ROWS)))
     rows = max(1_000_000, sql.parse_bytes(sql.duckdb_memory_limit()) // DIFF_BUILD_ROW_BYTES)
-    # Each partition scans both inputs whole: past a few, spilling costs less than scanning.
-    return max(1, min(MAX_AUTO_DIFF_PARTITIONS, math.ceil(valid_rows / rows)))
+    # Each partition scans the whole snapshot: past a few more, spilling costs less.
+    return max(1, min(MAX_AUTO_DIFF_PARTITIONS, math.ceil(inventory_rows / rows)))
 
 
 def diffed_key(partition: int) -> str:
@@ -116,7 +119,8 @@ def register_partition(con: duckdb.DuckDBPyConnection, valid: ValidRows, snapsho
         register_valid(con, "current_rows", valid)
         register_snapshot(con, snapshot_uri)
         return
-    register_valid(con, "current_all", valid)
+    # Its own rows' files when load cut them by these partitions; the filter stays either way.
+    register_valid(con, "current_all", valid, valid.normalized_files(partition, partitions))
     register_snapshot(con, snapshot_uri, name="previous_all")
     params = {"partition": partition, "partitions": partitions}
     con.sql(sql.load_sql("current_partition"), params=params).create_view(

@@ -3,7 +3,9 @@
 Writes under the run's work prefix `normalized.parquet` (every input row,
 normalised, with its reject reason and its URL's hash: streamed, never held in memory;
 its columns that are one literal for this inventory are left out, and
-`register_normalized` puts them back),
+`register_normalized` puts them back; when the diff has several hash partitions, cut by
+them instead, `normalized/diff_partition=K/*.parquet`, so that each diff partition reads
+its own rows only),
 `duplicates.parquet` (the row ids that dedupe_rows ranks as duplicates: small)
 and `rejects.parquet` (row_id, reason, the original fields), and returns the
 counts. The valid rows are the normalised rows without a reason that are not
@@ -18,6 +20,7 @@ import os
 import re
 import tempfile
 import time
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,7 +40,7 @@ from pipeline.limits import (
     MAX_URL_LENGTH,
     W3C_DATETIME_REGEX,
 )
-from pipeline.parquet import ROW_ID, register_parquet, write_parquet
+from pipeline.parquet import ROW_ID, register_parquet, write_parquet, write_partitioned
 from pipeline.progress import QUIET, Progress
 from pipeline.urls import CLEAN_URL_REGEX, IRI_PATH_REGEX, Site, check_url
 
@@ -55,7 +58,8 @@ _NUMBERS = ("DOUBLE", "FLOAT", "DECIMAL", *_INTEGERS)
 class ValidRows:
     """Where the valid rows are and how their sections are cut: `register_valid` reads it."""
 
-    normalized_uri: str
+    #: The normalised rows' files: one, or those of each diff partition (`split`).
+    normalized_uris: tuple[str, ...]
     duplicates_uri: str
     site_prefix: str
     section_depth: int = 1
@@ -63,6 +67,26 @@ class ValidRows:
     #: of an extension it does not have), as `<literal> AS <name>`: not written, put back by
     #: `register_normalized`.
     constant_columns: tuple[str, ...] = ()
+    #: The diff partitions the files are cut by (SPLIT_COLUMN = url_hash % split); 1: not cut.
+    split: int = 1
+
+    def normalized_files(self, partition: int, partitions: int) -> list[str]:
+        """The files that hold the valid rows of diff partition `partition` of `partitions`:
+        its own when the rows were cut by as many partitions, else all of them."""
+        if self.split != partitions or self.split == 1:
+            return list(self.normalized_uris)
+        own = f"/{SPLIT_COLUMN}={partition}/"
+        return [u for u in self.normalized_uris if own in u]
+
+    @classmethod
+    def from_json(cls, valid: dict[str, Any]) -> ValidRows:
+        """From load.json's `valid` (lists for tuples); one of a run begun before the rows
+        could be cut names its one file `normalized_uri`."""
+        fields = dict(valid)
+        if "normalized_uri" in fields:
+            fields["normalized_uris"] = [fields.pop("normalized_uri")]
+        return cls(**{**fields, "normalized_uris": tuple(fields["normalized_uris"]),
+                      "constant_columns": tuple(fields.get("constant_columns", ()))})
 
 
 @dataclass
@@ -74,7 +98,7 @@ class LoadResult:
     rejected: dict[str, int]
     field_issues: dict[str, int]
     #: Every input row normalised, and the row ids of duplicates: see register_valid.
-    normalized_uri: str
+    normalized_uris: tuple[str, ...]
     duplicates_uri: str
     rejects_uri: str
     files: list[str] = field(default_factory=list)
@@ -82,6 +106,8 @@ class LoadResult:
     site_prefix: str = ""
     section_depth: int = 1
     constant_columns: tuple[str, ...] = ()
+    #: The diff partitions the normalised rows are cut by (ValidRows.split).
+    split: int = 1
 
     @property
     def rejected_rows(self) -> int:
@@ -94,8 +120,8 @@ class LoadResult:
 
     @property
     def valid(self) -> ValidRows:
-        return ValidRows(self.normalized_uri, self.duplicates_uri, self.site_prefix,
-                         self.section_depth, self.constant_columns)
+        return ValidRows(self.normalized_uris, self.duplicates_uri, self.site_prefix,
+                         self.section_depth, self.constant_columns, self.split)
 
 
 def list_inventory_files(inventory: str) -> list[str]:
@@ -125,15 +151,22 @@ def constant_columns(typed: list[str], normalized: list[str]) -> tuple[str, ...]
                  if (m := _CONSTANT.fullmatch(expr)) is not None and m.group(2) in names)
 
 
-def register_normalized(con: duckdb.DuckDBPyConnection, uri: str,
+#: The Hive column of the normalised rows' files when they are cut by diff partition.
+SPLIT_COLUMN = "diff_partition"
+
+
+def register_normalized(con: duckdb.DuckDBPyConnection, uris: str | Sequence[str],
                         constants: tuple[str, ...] = ()) -> None:
-    """The view `normalized`: what load wrote, with its constant columns put back. They are
-    read from load.json by later steps: anything but a literal is refused, never run."""
+    """The view `normalized`: what load wrote (one file, or some or all of the files of its
+    diff partitions), with its constant columns put back. They are read from load.json by
+    later steps: anything but a literal is refused, never run."""
     odd = [c for c in constants if not _CONSTANT.fullmatch(c)]
     if odd:
         raise InternalError(f"load's constant columns hold {odd[0]!r}, not a literal")
-    register_parquet(con, "normalized_file", [uri])
-    con.sql("SELECT *" + "".join(f", {c}" for c in constants) + " FROM normalized_file"
+    register_parquet(con, "normalized_file", [uris] if isinstance(uris, str) else list(uris))
+    rel = con.sql("SELECT * FROM normalized_file")
+    hive = f" EXCLUDE ({SPLIT_COLUMN})" if SPLIT_COLUMN in rel.columns else ""
+    con.sql(f"SELECT *{hive}" + "".join(f", {c}" for c in constants) + " FROM normalized_file"
             ).create_view("normalized", replace=True)
 
 
@@ -228,10 +261,15 @@ def _gate_columns(types: dict[str, str]) -> list[str]:
 
 def load(inventory: str, site_url: str, work_uri: str, *, section_depth: int = 1,
          keep_deprecated_tags: bool = False, con: duckdb.DuckDBPyConnection | None = None,
-         progress: Progress = QUIET) -> LoadResult:
+         progress: Progress = QUIET,
+         diff_partitions: Callable[[int], int] | None = None) -> LoadResult:
     """Read, check and validate the inventory; write valid rows and rejects under `work_uri`.
 
-    `keep_deprecated_tags`: write the image tags Google no longer uses (extensions)."""
+    `keep_deprecated_tags`: write the image tags Google no longer uses (extensions).
+    `diff_partitions`: how many hash partitions the diff will have, from the inventory's
+    row count; more than one cuts the normalised rows by them (ValidRows.split), so that
+    each diff partition reads its own rows instead of every row (100M URLs in 15
+    partitions: each read all 100M)."""
     started = time.monotonic()
     site = Site.parse(site_url)
     files = list_inventory_files(inventory)
@@ -261,19 +299,28 @@ def load(inventory: str, site_url: str, work_uri: str, *, section_depth: int = 1
     typed = f"SELECT {', '.join(typed_columns)} FROM inventory_raw"
     con.sql(typed).create_view("inventory_typed", replace=True)
     constants: tuple[str, ...] = ()
+    split = max(1, diff_partitions(int(sql.scalar(con, "SELECT count(*) FROM inventory_raw")))
+                if diff_partitions else 1)
 
-    def write_normalized() -> str:
+    def write_normalized() -> list[str]:
         nonlocal constants
         rel = con.sql(sql.load_sql("normalize_inventory"), params=params)
         constants = constant_columns(typed_columns, rel.columns)
         left_out = {c.rpartition(" AS ")[2] for c in constants}
-        return write_parquet(rel.project(", ".join(
-            f'"{c}"' for c in rel.columns if c not in left_out)), work, NORMALIZED_KEY)
+        rel = rel.project(", ".join(f'"{c}"' for c in rel.columns if c not in left_out))
+        if split == 1:
+            return [write_parquet(rel, work, NORMALIZED_KEY)]
+        # A row without a URL hash (a rejected one) lands in DuckDB's default partition.
+        files = write_partitioned(con, rel.project(
+            f"*, url_hash % {split} AS {SPLIT_COLUMN}"), work,
+            NORMALIZED_KEY.removesuffix(".parquet"), SPLIT_COLUMN)
+        return [u for part in sorted(files, key=lambda k: (not k.isdigit(), k.zfill(20)))
+                for u in files[part]]
 
     with tempfile.TemporaryDirectory(prefix="sitemaps-utf8-") as cleaned_dir:
         try:
             try:
-                normalized_uri = write_normalized()
+                normalized_uris = write_normalized()
             except duckdb.InvalidInputException as exc:
                 if "not valid UTF8" not in str(exc):
                     raise
@@ -285,8 +332,8 @@ def load(inventory: str, site_url: str, work_uri: str, *, section_depth: int = 1
                 register_parquet(con, "inventory_raw", cleaned, row_ids=True)
                 con.sql(typed.replace("false AS invalid_utf8", f"{INVALID_UTF8} AS invalid_utf8")
                         ).create_view("inventory_typed", replace=True)
-                normalized_uri = write_normalized()
-            register_normalized(con, normalized_uri, constants)
+                normalized_uris = write_normalized()
+            register_normalized(con, normalized_uris, constants)
             con.register("repeated_url_hashes", repeated_url_hashes(con))
             con.execute(sql.load_sql("dedupe_rows"))
             con.unregister("repeated_url_hashes")
@@ -319,10 +366,10 @@ def load(inventory: str, site_url: str, work_uri: str, *, section_depth: int = 1
     valid_rows = input_rows - sum(rejected.values())
     result = LoadResult(
         input_rows=input_rows, valid_rows=valid_rows, rejected=rejected,
-        field_issues=issues, normalized_uri=normalized_uri,
+        field_issues=issues, normalized_uris=tuple(normalized_uris),
         duplicates_uri=duplicates_uri, rejects_uri=rejects_uri, site_prefix=site.prefix,
         section_depth=section_depth, files=files, seconds=time.monotonic() - started,
-        constant_columns=constants)
+        constant_columns=constants, split=split)
     progress.done(f"{input_rows:,} rows, {valid_rows:,} valid, {result.rejected_rows:,} rejected")
     log.info("load: %d input rows, %d valid, rejected %s, dropped fields %s (%.1f s)",
              input_rows, valid_rows, rejected or "none", result.field_issues, result.seconds)
@@ -411,10 +458,12 @@ def _flag_invalid_utf8(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBat
     return pa.RecordBatch.from_arrays([*columns, pa.array(bad)], schema=schema)
 
 
-def register_valid(con: duckdb.DuckDBPyConnection, name: str, valid: ValidRows) -> None:
+def register_valid(con: duckdb.DuckDBPyConnection, name: str, valid: ValidRows,
+                   files: Sequence[str] | None = None) -> None:
     """The view `name`: the rows to publish, with their section (sql/valid_rows.sql), from
-    what load wrote."""
-    register_normalized(con, valid.normalized_uri, valid.constant_columns)
+    what load wrote (`files`: some of its files, ValidRows.normalized_files; default all)."""
+    register_normalized(con, valid.normalized_uris if files is None else files,
+                        valid.constant_columns)
     register_parquet(con, "duplicate_rows", [valid.duplicates_uri])
     con.execute(sql.load_sql("classified_rows"))
     con.execute(sql.load_sql("section_slugs"))

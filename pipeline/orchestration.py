@@ -47,8 +47,9 @@ valid and rejected rows (with a reason) as Parquet under the work prefix.
 *If it fails*: the log's last line says what is wrong with the inventory (missing
 `url` column, wrong type, too many rejects); fix the inventory, then trigger again.""",
     "diff_partitions": """\
-Decides how many hash partitions the diff has (the site's `diff_partitions`, else one per
-50,000,000 valid rows) and returns their numbers, which the diff task is mapped over.
+Returns the numbers of the diff's hash partitions, which the diff task is mapped over: load
+chose how many (the site's `diff_partitions`, else as many as keep each join in DuckDB's
+memory, at most 16; one on a first run) and cut the valid rows it wrote by them.
 *If it fails*: it only reads load's result from the work prefix: storage; it is retried.""",
     "diff": """\
 One mapped task per hash partition of the URLs (`hash(url) % partitions`): compares that

@@ -212,12 +212,15 @@ def load_step(ctx: RunContext, progress: Any = None) -> LoadCounts:
     from pipeline.load import load
     from pipeline.progress import QUIET
 
+    # The partitions are chosen from the inventory's rows before load, which cuts the rows
+    # it writes by them (ValidRows.split).
     result = load(ctx.options.inventory, ctx.site_url, ctx.work,
                   section_depth=ctx.options.section_depth,
                   keep_deprecated_tags=ctx.options.keep_deprecated_tags,
-                  progress=progress or QUIET)
-    partitions = ctx.options.diff_partitions or partitions_for(
-        result.valid_rows, first_run=not ctx.snapshot)
+                  progress=progress or QUIET,
+                  diff_partitions=lambda rows: ctx.options.diff_partitions or partitions_for(
+                      rows, first_run=not ctx.snapshot))
+    partitions = result.split
     started = time.monotonic()
     # Each diff partition's snapshot rows, in one scan: a partition whose rows match them
     # all removes nothing (pipeline.diff). Counted in load's seconds: load's step runs it.
@@ -259,13 +262,10 @@ def diff_partition_step(ctx: RunContext, partition: int) -> DiffCounts:
 
     loaded = _read(ctx, "load.json")
     partitions = int(loaded["diff_partitions"])
-    valid = loaded["valid"]
-    # JSON gives a list; a load.json of a run begun before the field existed has none.
-    constants = tuple(valid.get("constant_columns", ()))
     # A load.json of a run begun before these counts existed has none: every partition
     # looks for removed URLs.
     previous_rows = (loaded.get("previous_partition_rows") or [None] * partitions)[partition]
-    result = diff(ValidRows(**{**valid, "constant_columns": constants}),
+    result = diff(ValidRows.from_json(loaded["valid"]),
                   ctx.snapshot, ctx.run_datetime, ctx.work,
                   with_news=ctx.options.format == "xml", partition=partition,
                   partitions=partitions, previous_rows=previous_rows)

@@ -254,6 +254,9 @@ def test_diff_steps_write_one_result_per_partition_and_combine_them(tmp_path: Pa
     assert sorted(p.name for p in (work / "diffed").iterdir()) == [
         f"part-{p:05d}" for p in range(3)]
     assert all(f.parent.name.startswith("bucket=") for f in (work / "diffed").rglob("*.parquet"))
+    # load cut its rows by the 3 partitions (pipeline.load: ValidRows.split)
+    assert {f"diff_partition={p}" for p in range(3)} <= {
+        p.name for p in (work / "normalized").iterdir()}
 
 
 def test_automatic_partitions_and_bad_counts(tmp_path: Path) -> None:
@@ -300,3 +303,47 @@ def test_a_first_runs_parts_leave_out_its_constant_columns(tmp_path: Path) -> No
         assert con.sql("SELECT count(*) FROM picked WHERE section = $s", params={"s": section}
                        ).fetchall() == con.sql("SELECT count(*) FROM diffed WHERE section = $s",
                                                params={"s": section}).fetchall()
+
+
+def test_load_cuts_its_rows_by_the_diff_partitions(tmp_path: Path) -> None:
+    """Told the diff's partitions (from the inventory's row count), load writes the
+    normalised rows cut by them, and each diff partition reads its own files only: the
+    same rows, counts and changes as from one file; diffed in another number of
+    partitions, every file is read and the result is still the same."""
+    first = first_inventory(tmp_path)
+    out = str(tmp_path / "out")
+    publish(tmp_path, out, first, T0, 1)
+    snapshot = state_file(out, read_live(out).manifest or {}, "snapshot")
+    inv = tmp_path / "second.parquet"
+    second = second_inventory(first)
+    pq.write_table(second, inv)
+    whole = load(str(inv), SITE, str(tmp_path / "whole"))
+    asked: list[int] = []
+    cut = load(str(inv), SITE, str(tmp_path / "cut"),
+               diff_partitions=lambda rows: asked.append(rows) or 3)
+    assert asked == [second.num_rows]
+    assert (whole.split, len(whole.normalized_uris), cut.split) == (1, 1, 3)
+    assert (cut.input_rows, cut.valid_rows, cut.rejected, cut.field_issues) == (
+        whole.input_rows, whole.valid_rows, whole.rejected, whole.field_issues)
+
+    con = sql.connect(memory_limit="512MB", threads=1)
+    for p in range(3):  # each partition's files hold exactly its rows
+        own = cut.valid.normalized_files(p, 3)
+        assert own and all(f"/diff_partition={p}/" in u for u in own)
+        register_parquet(con, "own", own)
+        assert con.sql(f"SELECT count(*) FILTER (WHERE url_hash % 3 <> {p}), count(*) "
+                       "FROM own").fetchall()[0][0] == 0
+    assert cut.valid.normalized_files(0, 2) == list(cut.normalized_uris)  # another cut: all
+
+    def rows(uris: list[str]) -> list[tuple]:
+        register_parquet(con, "rows", uris)
+        return con.sql("SELECT * FROM rows ORDER BY ALL").fetchall()
+
+    for partitions in (3, 2):
+        parts = combine([diff(cut.valid, snapshot, T1, str(tmp_path / f"cut{partitions}"),
+                              partition=p, partitions=partitions)
+                         for p in range(partitions)])
+        one = diff(whole.valid, snapshot, T1, str(tmp_path / f"whole{partitions}"))
+        assert parts.counts() == one.counts() and parts.removed > 0 and parts.added > 0
+        assert rows(parts.diffed_uris) == rows(one.diffed_uris)
+        assert rows(parts.changes_uris) == rows(one.changes_uris)

@@ -131,13 +131,13 @@ def test_load_leaves_constant_columns_out_of_the_file_and_the_view_puts_them_bac
                              "lastmod": pa.array([NOV1, None, None], pa.timestamp("s", "UTC"))}),
                    inventory)
     result = load.load(str(inventory), P, str(tmp_path / "work"))
-    written = set(pq.ParquetFile(result.normalized_uri).schema_arrow.names)
+    written = set(pq.ParquetFile(result.normalized_uris[0]).schema_arrow.names)
     left_out = {"content_hash", "ext_xml", "images_dropped", "videos_dropped",
                 "alternates_dropped", "deprecated_tags", "news_name", "news_language",
                 "news_date", "news_title"}
     assert written.isdisjoint(left_out) and {"url", "url_hash", "lastmod", "reason"} <= written
     con = sql.connect()
-    load.register_normalized(con, result.normalized_uri, result.constant_columns)
+    load.register_normalized(con, result.normalized_uris[0], result.constant_columns)
     view = con.sql("SELECT * FROM normalized")
     assert left_out <= set(view.columns)
     rows = con.sql("SELECT url, ext_xml, images_dropped, news_date, content_hash, reason "
@@ -147,4 +147,4 @@ def test_load_leaves_constant_columns_out_of_the_file_and_the_view_puts_them_bac
     assert (result.valid_rows, result.rejected) == (2, {"not_http": 1})
     # read back from load.json by the diff: only literals are ever put into SQL
     with pytest.raises(InternalError, match="not a literal"):
-        load.register_normalized(con, result.normalized_uri, ("1 AS x; DROP TABLE y",))
+        load.register_normalized(con, result.normalized_uris[0], ("1 AS x; DROP TABLE y",))
