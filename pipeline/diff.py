@@ -36,7 +36,13 @@ from pipeline import sql, storage
 from pipeline.diffed import BUCKET, DIFFED_BUCKETS, FIRST_RUN_OMITTED, register_diffed
 from pipeline.errors import ConfigError
 from pipeline.extensions import NEWS_MAX_AGE_DAYS, NEWS_SECTION
-from pipeline.layout import CHANGES_FOLDER, DIFFED_FOLDER, part_key
+from pipeline.layout import (
+    CHANGES_FOLDER,
+    DIFF_PARTITION_COLUMN,
+    DIFFED_FOLDER,
+    PREVIOUS_FOLDER,
+    part_key,
+)
 from pipeline.load import ValidRows, register_valid
 from pipeline.parquet import register_parquet, write_parquet, write_partitioned
 from pipeline.settings import environment
@@ -53,6 +59,10 @@ DIFF_PARTITION_ROWS = environment().diff_partition_rows
 #: section, shard, fingerprint, three timestamps; measured: 10M rows spill 7 GB under a 1 GB
 #: limit, 5M rows fit), with room to spare.
 DIFF_BUILD_ROW_BYTES = 150
+#: From this many partitions on, the load step cuts the live snapshot's rows by partition
+#: once (split_snapshot), so each partition reads its own share instead of scanning every
+#: row for it; with fewer, writing them costs more than the scans it saves.
+SNAPSHOT_SPLIT_PARTITIONS = 8
 #: At most this many automatic partitions (10M URLs under the default 1 GB make 2, 100M 15).
 #: Load cuts the valid rows by the partitions, so each reads its own; each still scans the
 #: whole snapshot, which more partitions read more often.
@@ -112,21 +122,49 @@ def check_partition(partition: int, partitions: int) -> None:
 
 
 def register_partition(con: duckdb.DuckDBPyConnection, valid: ValidRows, snapshot_uri: str | None,
-                       partition: int = 0, partitions: int = 1) -> None:
-    """The views `current_rows` and `previous_rows`: both sides of one partition's join."""
+                       partition: int = 0, partitions: int = 1,
+                       previous_files: Sequence[str] | None = None) -> None:
+    """The views `current_rows` and `previous_rows`: both sides of one partition's join.
+    `previous_files`: the partition's snapshot rows as split_snapshot cut them, if it did."""
     check_partition(partition, partitions)
     if partitions == 1:
         register_valid(con, "current_rows", valid)
         register_snapshot(con, snapshot_uri)
         return
-    # Its own rows' files when load cut them by these partitions; the filter stays either way.
+    # Each side's own rows' files when load cut them by these partitions; the filters of
+    # current_partition and previous_partition stay either way.
     register_valid(con, "current_all", valid, valid.normalized_files(partition, partitions))
-    register_snapshot(con, snapshot_uri, name="previous_all")
+    register_snapshot(con, snapshot_uri if previous_files is None else previous_files,
+                      name="previous_all")
     params = {"partition": partition, "partitions": partitions}
     con.sql(sql.load_sql("current_partition"), params=params).create_view(
         "current_rows", replace=True)
     con.sql(sql.load_sql("previous_partition"), params=params).create_view(
         "previous_rows", replace=True)
+
+
+def split_snapshot(snapshot_uri: str, partitions: int, work_uri: str,
+                   con: duckdb.DuckDBPyConnection | None = None
+                   ) -> tuple[list[list[str]], list[int]]:
+    """Write the snapshot's rows cut by diff partition (sql/previous_split.sql) under
+    `previous/diff_partition=K/` of the work prefix, once for every partition; returns each
+    partition's files and rows (previous_partition_rows' counts), in partition order."""
+    started = time.monotonic()
+    con = con or sql.connect()
+    register_parquet(con, "snapshot_file", [snapshot_uri])
+    files = write_partitioned(
+        con, con.sql(sql.load_sql("previous_split"), params={"partitions": partitions}),
+        storage.open_storage(work_uri), PREVIOUS_FOLDER, DIFF_PARTITION_COLUMN)
+    rows: dict[int, int] = {}
+    if files:  # the counts from the files' footers: no row is read again
+        register_parquet(con, "previous_split", [u for f in files.values() for u in f])
+        rows = {int(p): int(n) for p, n in con.sql(
+            f"SELECT {DIFF_PARTITION_COLUMN}, count(*) FROM previous_split GROUP BY ALL"
+        ).fetchall()}
+    log.info("diff: the snapshot's %d rows cut by %d partitions (%.1f s)", sum(rows.values()),
+             partitions, time.monotonic() - started)
+    return ([files.get(str(p), []) for p in range(partitions)],
+            [rows.get(p, 0) for p in range(partitions)])
 
 
 def previous_partition_rows(snapshot_uri: str | None, partitions: int,
@@ -144,9 +182,10 @@ def previous_partition_rows(snapshot_uri: str | None, partitions: int,
 
 def diff_relation(con: duckdb.DuckDBPyConnection, valid: ValidRows, snapshot_uri: str | None,
                   run_time: datetime, with_news: bool = True, partition: int = 0,
-                  partitions: int = 1) -> duckdb.DuckDBPyRelation:
+                  partitions: int = 1, previous_files: Sequence[str] | None = None
+                  ) -> duckdb.DuckDBPyRelation:
     """The diffed rows of one partition (sql/diff_rows.sql) as a relation, not yet run."""
-    register_partition(con, valid, snapshot_uri, partition, partitions)
+    register_partition(con, valid, snapshot_uri, partition, partitions, previous_files)
     return con.sql(sql.load_sql("diff_rows"), params={
         "run_time": run_time, "news_section": NEWS_SECTION,
         "news_max_age_days": NEWS_MAX_AGE_DAYS, "with_news": with_news})
@@ -154,14 +193,15 @@ def diff_relation(con: duckdb.DuckDBPyConnection, valid: ValidRows, snapshot_uri
 
 def diff(valid: ValidRows, snapshot_uri: str | None, run_time: datetime, work_uri: str, *,
          with_news: bool = True, con: duckdb.DuckDBPyConnection | None = None,
-         partition: int = 0, partitions: int = 1, previous_rows: int | None = None
-         ) -> DiffResult:
+         partition: int = 0, partitions: int = 1, previous_rows: int | None = None,
+         previous_files: Sequence[str] | None = None) -> DiffResult:
     """Diff one partition of the valid rows against the same partition of the snapshot.
 
     Writes `diffed/part-NNNNN.parquet` (a first run: `diffed/part-NNNNN/bucket=K/*.parquet`,
     pipeline.diffed) and `changes/part-NNNNN.parquet` (NNNNN: the partition) and returns
     that partition's counts; `combine` adds partitions up.
     `previous_rows`: the partition's snapshot rows (previous_partition_rows), if known.
+    `previous_files`: the partition's snapshot rows as split_snapshot cut them, if it did.
     """
     started = time.monotonic()
     con = con or sql.connect()
@@ -172,7 +212,8 @@ def diff(valid: ValidRows, snapshot_uri: str | None, run_time: datetime, work_ur
     # every wide row, and spill gigabytes at 10M.
     con.execute("SET disabled_optimizers = 'join_order,build_side_probe_side'")
     try:
-        rel = diff_relation(con, valid, snapshot_uri, run_time, with_news, partition, partitions)
+        rel = diff_relation(con, valid, snapshot_uri, run_time, with_news, partition, partitions,
+                            previous_files)
         if snapshot_uri is None:  # a first run: its constants left out, in buckets of sections
             rel = rel.project(", ".join(c for c in rel.columns if c not in FIRST_RUN_OMITTED))
             buckets = write_partitioned(

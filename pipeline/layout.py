@@ -89,6 +89,10 @@ REPORT_KEY = "report.html"
 NORMALIZED_KEY = "normalized.parquet"
 DUPLICATES_KEY = "duplicates.parquet"
 REJECTS_KEY = "rejects.parquet"
+#: The Hive column of rows cut by diff partition (`<folder>/diff_partition=K/*.parquet`):
+#: the normalised rows (NORMALIZED_KEY less .parquet) and the live snapshot's (PREVIOUS_FOLDER).
+DIFF_PARTITION_COLUMN = "diff_partition"
+PREVIOUS_FOLDER = "previous"
 #: diff: the rows to publish and the changes, one Parquet per partition.
 DIFFED_FOLDER = "diffed"
 CHANGES_FOLDER = "changes"

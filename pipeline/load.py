@@ -33,7 +33,12 @@ import pyarrow as pa
 from pipeline import sql, storage
 from pipeline.errors import InternalError, InventoryError
 from pipeline.extensions import extension_columns
-from pipeline.layout import DUPLICATES_KEY, NORMALIZED_KEY, REJECTS_KEY
+from pipeline.layout import (
+    DIFF_PARTITION_COLUMN,
+    DUPLICATES_KEY,
+    NORMALIZED_KEY,
+    REJECTS_KEY,
+)
 from pipeline.limits import (
     CHANGEFREQ_VALUES,
     EARLIEST_LASTMOD,
@@ -67,7 +72,8 @@ class ValidRows:
     #: of an extension it does not have), as `<literal> AS <name>`: not written, put back by
     #: `register_normalized`.
     constant_columns: tuple[str, ...] = ()
-    #: The diff partitions the files are cut by (SPLIT_COLUMN = url_hash % split); 1: not cut.
+    #: The diff partitions the files are cut by (DIFF_PARTITION_COLUMN: url_hash % split);
+    #: 1: not cut.
     split: int = 1
 
     def normalized_files(self, partition: int, partitions: int) -> list[str]:
@@ -75,7 +81,7 @@ class ValidRows:
         its own when the rows were cut by as many partitions, else all of them."""
         if self.split != partitions or self.split == 1:
             return list(self.normalized_uris)
-        own = f"/{SPLIT_COLUMN}={partition}/"
+        own = f"/{DIFF_PARTITION_COLUMN}={partition}/"
         return [u for u in self.normalized_uris if own in u]
 
     @classmethod
@@ -151,10 +157,6 @@ def constant_columns(typed: list[str], normalized: list[str]) -> tuple[str, ...]
                  if (m := _CONSTANT.fullmatch(expr)) is not None and m.group(2) in names)
 
 
-#: The Hive column of the normalised rows' files when they are cut by diff partition.
-SPLIT_COLUMN = "diff_partition"
-
-
 def register_normalized(con: duckdb.DuckDBPyConnection, uris: str | Sequence[str],
                         constants: tuple[str, ...] = ()) -> None:
     """The view `normalized`: what load wrote (one file, or some or all of the files of its
@@ -165,7 +167,7 @@ def register_normalized(con: duckdb.DuckDBPyConnection, uris: str | Sequence[str
         raise InternalError(f"load's constant columns hold {odd[0]!r}, not a literal")
     register_parquet(con, "normalized_file", [uris] if isinstance(uris, str) else list(uris))
     rel = con.sql("SELECT * FROM normalized_file")
-    hive = f" EXCLUDE ({SPLIT_COLUMN})" if SPLIT_COLUMN in rel.columns else ""
+    hive = f" EXCLUDE ({DIFF_PARTITION_COLUMN})" if DIFF_PARTITION_COLUMN in rel.columns else ""
     con.sql(f"SELECT *{hive}" + "".join(f", {c}" for c in constants) + " FROM normalized_file"
             ).create_view("normalized", replace=True)
 
@@ -312,8 +314,8 @@ def load(inventory: str, site_url: str, work_uri: str, *, section_depth: int = 1
             return [write_parquet(rel, work, NORMALIZED_KEY)]
         # A row without a URL hash (a rejected one) lands in DuckDB's default partition.
         files = write_partitioned(con, rel.project(
-            f"*, url_hash % {split} AS {SPLIT_COLUMN}"), work,
-            NORMALIZED_KEY.removesuffix(".parquet"), SPLIT_COLUMN)
+            f"*, url_hash % {split} AS {DIFF_PARTITION_COLUMN}"), work,
+            NORMALIZED_KEY.removesuffix(".parquet"), DIFF_PARTITION_COLUMN)
         return [u for part in sorted(files, key=lambda k: (not k.isdigit(), k.zfill(20)))
                 for u in files[part]]
 

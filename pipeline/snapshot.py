@@ -29,7 +29,13 @@ import pyarrow.parquet as pq
 
 from pipeline import integrity, sql, storage
 from pipeline.diffed import register_diffed
-from pipeline.layout import CHANGES_KEY, REJECTS_KEY, SNAPSHOT_KEY, generation_key
+from pipeline.layout import (
+    CHANGES_KEY,
+    DIFF_PARTITION_COLUMN,
+    REJECTS_KEY,
+    SNAPSHOT_KEY,
+    generation_key,
+)
 from pipeline.parquet import open_parquet, read_table, register_parquet, write_parquet
 
 if TYPE_CHECKING:  # plan reads the snapshot (register_snapshot): no import cycle at run time
@@ -63,22 +69,29 @@ SHARD_BOUNDS_SCHEMA = pa.schema([
 ])
 
 
-def register_snapshot(con: duckdb.DuckDBPyConnection, snapshot_uri: str | None,
+def register_snapshot(con: duckdb.DuckDBPyConnection,
+                      snapshot_uri: str | Sequence[str] | None,
                       name: str = "previous_rows") -> None:
-    """The view `name` (default `previous_rows`): the snapshot at `snapshot_uri`, or an
-    empty one. Its `fingerprint` is a 64-bit hash; a snapshot of an earlier version holds
-    md5 hex strings instead, which the view gives as `legacy_fingerprint` (diff_rows)."""
+    """The view `name` (default `previous_rows`): the snapshot at `snapshot_uri` (or the
+    files of its rows cut by diff partition, pipeline.diff.split_snapshot), or an empty one
+    (also for no files). Its `fingerprint` is a 64-bit hash; a snapshot of an earlier
+    version holds md5 hex strings instead, which the view gives as `legacy_fingerprint`
+    (diff_rows)."""
     if not snapshot_uri:
         con.sql(_EMPTY_SNAPSHOT).create_view(name, replace=True)
         return
-    register_parquet(con, f"{name}_file", [snapshot_uri])
+    register_parquet(con, f"{name}_file",
+                     [snapshot_uri] if isinstance(snapshot_uri, str) else list(snapshot_uri))
     rel = con.sql(f"SELECT * FROM {name}_file")
     types = {c: str(t).upper() for c, t in zip(rel.columns, rel.types, strict=True)}
+    left_out = [DIFF_PARTITION_COLUMN] if DIFF_PARTITION_COLUMN in types else []
     if types.get("fingerprint") == "VARCHAR":
-        rel = con.sql(f"SELECT * EXCLUDE (fingerprint), NULL::UBIGINT AS fingerprint, "
-                      f"fingerprint AS legacy_fingerprint FROM {name}_file")
+        left_out.append("fingerprint")
+        added = "NULL::UBIGINT AS fingerprint, fingerprint AS legacy_fingerprint"
     else:
-        rel = con.sql(f"SELECT *, NULL::VARCHAR AS legacy_fingerprint FROM {name}_file")
+        added = "NULL::VARCHAR AS legacy_fingerprint"
+    star = f"* EXCLUDE ({', '.join(left_out)})" if left_out else "*"
+    rel = con.sql(f"SELECT {star}, {added} FROM {name}_file")
     rel.create_view(name, replace=True)
 
 

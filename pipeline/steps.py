@@ -208,7 +208,12 @@ def load_step(ctx: RunContext, progress: Any = None) -> LoadCounts:
                           rejected=c["rejected"], rejected_rows=c["rejected_rows"],
                           not_indexable=c.get("not_indexable", 0),
                           dropped_fields=c["dropped_fields"], seconds=0.0, diff_partitions=0)
-    from pipeline.diff import partitions_for, previous_partition_rows
+    from pipeline.diff import (
+        SNAPSHOT_SPLIT_PARTITIONS,
+        partitions_for,
+        previous_partition_rows,
+        split_snapshot,
+    )
     from pipeline.load import load
     from pipeline.progress import QUIET
 
@@ -224,7 +229,13 @@ def load_step(ctx: RunContext, progress: Any = None) -> LoadCounts:
     started = time.monotonic()
     # Each diff partition's snapshot rows, in one scan: a partition whose rows match them
     # all removes nothing (pipeline.diff). Counted in load's seconds: load's step runs it.
-    previous_rows = previous_partition_rows(ctx.snapshot, partitions)
+    # With many partitions the scan writes the rows cut by partition, so each diff
+    # partition reads its own (split_snapshot).
+    previous_split: list[list[str]] | None = None
+    if ctx.snapshot and partitions >= SNAPSHOT_SPLIT_PARTITIONS:
+        previous_split, previous_rows = split_snapshot(ctx.snapshot, partitions, ctx.work)
+    else:
+        previous_rows = previous_partition_rows(ctx.snapshot, partitions)
     counts = LoadCounts(
         input_rows=result.input_rows, valid_rows=result.valid_rows, rejected=result.rejected,
         rejected_rows=result.rejected_rows, not_indexable=result.not_indexable,
@@ -233,7 +244,8 @@ def load_step(ctx: RunContext, progress: Any = None) -> LoadCounts:
         diff_partitions=partitions)
     _save(ctx, "load.json", {**counts.to_dict(), "valid": asdict(result.valid),
                              "rejects_uri": result.rejects_uri,
-                             "previous_partition_rows": previous_rows})
+                             "previous_partition_rows": previous_rows,
+                             "previous_split": previous_split})
     check_rejects(result.input_rows, result.rejected, ctx.options.max_reject_share)
     return counts
 
@@ -265,10 +277,12 @@ def diff_partition_step(ctx: RunContext, partition: int) -> DiffCounts:
     # A load.json of a run begun before these counts existed has none: every partition
     # looks for removed URLs.
     previous_rows = (loaded.get("previous_partition_rows") or [None] * partitions)[partition]
+    previous_files = (loaded.get("previous_split") or [None] * partitions)[partition]
     result = diff(ValidRows.from_json(loaded["valid"]),
                   ctx.snapshot, ctx.run_datetime, ctx.work,
                   with_news=ctx.options.format == "xml", partition=partition,
-                  partitions=partitions, previous_rows=previous_rows)
+                  partitions=partitions, previous_rows=previous_rows,
+                  previous_files=previous_files)
     counts = DiffCounts(result.counts(), round(result.seconds, 3), partitions, partition)
     DIFF_RESULTS.write(_work(ctx), partition, partitions, {
         **counts.to_dict(), "diffed_uris": result.diffed_uris,

@@ -121,14 +121,24 @@ def published(out: str) -> dict[str, Any]:
     }
 
 
+@pytest.mark.parametrize("split_snapshot", [False, True])
 def test_three_partitions_publish_what_one_publishes(tmp_path: Path,
-                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+                                                    monkeypatch: pytest.MonkeyPatch,
+                                                    split_snapshot: bool) -> None:
+    """With the snapshot's rows cut by partition by the load step (from
+    SNAPSHOT_SPLIT_PARTITIONS partitions on) and without."""
+    from pipeline import diff as diff_module
     from pipeline import steps
 
     used: list[int] = []  # the partitions each run's diff was cut in
     partitions = steps.diff_partitions
     monkeypatch.setattr(steps, "diff_partitions",
                         lambda ctx: used.append(partitions(ctx)) or used[-1])
+    monkeypatch.setattr(diff_module, "SNAPSHOT_SPLIT_PARTITIONS", 3 if split_snapshot else 4)
+    cuts: list[int] = []  # the partitions the snapshot was cut in
+    split = diff_module.split_snapshot
+    monkeypatch.setattr(diff_module, "split_snapshot",
+                        lambda uri, n, work: cuts.append(n) or split(uri, n, work))
     first = first_inventory(tmp_path)
     second = second_inventory(first)
     one, three = str(tmp_path / "one"), str(tmp_path / "three")
@@ -158,6 +168,7 @@ def test_three_partitions_publish_what_one_publishes(tmp_path: Path,
     assert kinds == {"added", "changed", "removed"}
     assert len(b["indexnow"]) == c["added"] + c["changed"] + c["removed"]
     assert set(used) == {1, 3}
+    assert cuts == ([3] if split_snapshot else [])  # the second run's, 3 partitions
 
 
 def test_partitions_cut_the_join_exactly_and_in_any_order(tmp_path: Path) -> None:
@@ -347,3 +358,44 @@ def test_load_cuts_its_rows_by_the_diff_partitions(tmp_path: Path) -> None:
         assert parts.counts() == one.counts() and parts.removed > 0 and parts.added > 0
         assert rows(parts.diffed_uris) == rows(one.diffed_uris)
         assert rows(parts.changes_uris) == rows(one.changes_uris)
+
+
+def test_the_snapshot_cut_by_partition_diffs_as_the_whole(tmp_path: Path) -> None:
+    """split_snapshot writes each partition's snapshot rows (previous_partition's cut) and
+    counts them as previous_partition_rows does; each partition diffed from its own files
+    gives what one partition of the whole snapshot gives, removed URLs included."""
+    from pipeline.diff import split_snapshot
+
+    first = first_inventory(tmp_path)
+    out = str(tmp_path / "out")
+    publish(tmp_path, out, first, T0, 1)
+    snapshot = state_file(out, read_live(out).manifest or {}, "snapshot")
+    inv = tmp_path / "second.parquet"
+    pq.write_table(second_inventory(first), inv)
+    valid = load(str(inv), SITE, str(tmp_path / "load"), diff_partitions=lambda rows: 3).valid
+
+    files, counts = split_snapshot(snapshot, 3, str(tmp_path / "work"))
+    assert counts == previous_partition_rows(snapshot, 3) and min(counts) > 0
+    con = sql.connect(memory_limit="512MB", threads=1)
+    register_parquet(con, "whole", [snapshot])
+    for p in range(3):
+        assert files[p] and all(f"/diff_partition={p}/" in u for u in files[p])
+        register_parquet(con, "own", files[p])
+        assert con.sql("SELECT * EXCLUDE (diff_partition) FROM own ORDER BY url").fetchall() == \
+            con.sql(f"SELECT * FROM whole WHERE hash(url) % 3 = {p} ORDER BY url").fetchall()
+
+    def rows(uris: list[str]) -> list[tuple]:
+        register_parquet(con, "rows", uris)
+        return con.sql("SELECT * FROM rows ORDER BY ALL").fetchall()
+
+    cut = combine([diff(valid, snapshot, T1, str(tmp_path / "cut"), partition=p, partitions=3,
+                        previous_rows=counts[p], previous_files=files[p]) for p in range(3)])
+    whole = combine([diff(valid, snapshot, T1, str(tmp_path / "whole"), partition=p,
+                          partitions=3) for p in range(3)])
+    assert cut.counts() == whole.counts() and cut.removed > 0 and cut.unchanged > 0
+    assert rows(cut.diffed_uris) == rows(whole.diffed_uris)
+    assert rows(cut.changes_uris) == rows(whole.changes_uris)
+    # A partition without snapshot rows has no files: an empty snapshot side, all added.
+    empty = diff(valid, snapshot, T1, str(tmp_path / "empty"), partition=0, partitions=3,
+                 previous_files=[])
+    assert (empty.unchanged, empty.changed, empty.removed) == (0, 0, 0) and empty.added > 0

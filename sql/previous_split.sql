@@ -1,0 +1,7 @@
+-- previous_split: the live snapshot's rows with the diff partition each falls in, by the
+-- cut of previous_partition (hash(url) % $partitions), for the load step to write once cut
+-- by partition (pipeline.diff.split_snapshot): each diff partition then reads its own rows
+-- instead of scanning the whole snapshot. Reads `snapshot_file`.
+-- Parameters: $partitions (at least 1).
+SELECT *, hash(url) % $partitions::UBIGINT AS diff_partition
+FROM snapshot_file;
