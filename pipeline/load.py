@@ -138,6 +138,18 @@ def list_inventory_files(inventory: str) -> list[str]:
     return files
 
 
+def inventory_rows(files: list[str]) -> int:
+    """The inventory's rows, from its files' footers: no row is read (a scan of the view
+    load reads an S3 inventory through would read every row)."""
+    import pyarrow.dataset as ds
+
+    filesystem, paths = storage.arrow_files(files)
+    try:
+        return int(ds.dataset(paths, format="parquet", filesystem=filesystem).count_rows())
+    except (pa.ArrowException, OSError) as exc:
+        raise InventoryError(f"cannot read the inventory's row count: {exc}") from exc
+
+
 def _believable(ts: str) -> str:
     """A finite lastmod no earlier than the web (later than now is clamped by the diff)."""
     return f"(isfinite({ts}) AND {ts} >= TIMESTAMPTZ '{EARLIEST_LASTMOD}')"
@@ -301,8 +313,7 @@ def load(inventory: str, site_url: str, work_uri: str, *, section_depth: int = 1
     typed = f"SELECT {', '.join(typed_columns)} FROM inventory_raw"
     con.sql(typed).create_view("inventory_typed", replace=True)
     constants: tuple[str, ...] = ()
-    split = max(1, diff_partitions(int(sql.scalar(con, "SELECT count(*) FROM inventory_raw")))
-                if diff_partitions else 1)
+    split = max(1, diff_partitions(inventory_rows(files))) if diff_partitions else 1
 
     def write_normalized() -> list[str]:
         nonlocal constants

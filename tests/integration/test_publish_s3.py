@@ -151,6 +151,40 @@ def test_sliced_plan_with_work_files_on_s3(s3_bucket: Any, tmp_path: Path,
     assert sorted(read_output(out, max_urls=50).locs) == sorted(result.locs)
 
 
+def test_diff_partitions_with_work_files_on_s3(s3_bucket: Any, tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    # A rerun diffed in 3 partitions, its work files on S3: load writes its rows cut by
+    # partition and the load step the snapshot's (SNAPSHOT_SPLIT_PARTITIONS lowered to 3),
+    # each partition reads its own files from S3; it publishes what one partition does.
+    from pipeline import diff
+
+    monkeypatch.setattr(diff, "SNAPSHOT_SPLIT_PARTITIONS", 3)
+    cuts: list[list[list[str]]] = []  # each cut's files, by partition
+    real = diff.split_snapshot
+
+    def split_snapshot(uri: str, partitions: int, work: str) -> tuple[list[list[str]], list[int]]:
+        files, rows = real(uri, partitions, work)
+        cuts.append(files)
+        return files, rows
+
+    monkeypatch.setattr(diff, "split_snapshot", split_snapshot)
+    first, second = inventory(tmp_path, 300), inventory(tmp_path, 300, "second.parquet", 40)
+    summaries = {}
+    for name, out, kw in (("s3", s3_bucket.url("parts"), {"work": s3_bucket.url("work")}),
+                          ("local", str(tmp_path / "one"), {})):
+        run(opts(first, out, **kw))
+        summaries[name] = run(opts(second, out, run_time=T0 + timedelta(days=1),
+                                   diff_partitions=3 if name == "s3" else 1, **kw))
+    counts = {k: summaries["s3"]["counts"][k] for k in ("added", "removed", "unchanged")}
+    assert counts == {k: summaries["local"]["counts"][k] for k in counts} == {
+        "added": 40, "removed": 40, "unchanged": 260}
+    assert len(cuts) == 1 and len(cuts[0]) == 3
+    assert all(f and all(u.startswith("s3://") and f"/diff_partition={p}/" in u for u in f)
+               for p, f in enumerate(cuts[0]))
+    assert sorted(read_output(s3_bucket.url("parts"), max_urls=50).locs) == sorted(
+        read_output(str(tmp_path / "one"), max_urls=50).locs)
+
+
 def _live(out: str) -> tuple[str, dict[str, Any]]:
     """The live generation, after checking it is whole: every file it lists is there."""
     import json
