@@ -8,6 +8,7 @@ sha256, lastmods), counts, changes, feed and IndexNow URLs.
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -399,3 +400,21 @@ def test_the_snapshot_cut_by_partition_diffs_as_the_whole(tmp_path: Path) -> Non
     empty = diff(valid, snapshot, T1, str(tmp_path / "empty"), partition=0, partitions=3,
                  previous_files=[])
     assert (empty.unchanged, empty.changed, empty.removed) == (0, 0, 0) and empty.added > 0
+
+
+def test_valid_rows_from_a_load_json_written_before_the_cut() -> None:
+    """A run begun by an earlier version (its load.json names one `normalized_uri`) resumes:
+    its diff partitions read that one file, filtered, as before."""
+    from pipeline.load import ValidRows
+
+    valid = ValidRows.from_json({"normalized_uri": "/w/normalized.parquet",
+                                 "duplicates_uri": "/w/duplicates.parquet",
+                                 "site_prefix": SITE, "section_depth": 1,
+                                 "constant_columns": ["false AS x"]})
+    assert (valid.normalized_uris, valid.split, valid.constant_columns) == (
+        ("/w/normalized.parquet",), 1, ("false AS x",))
+    assert valid.normalized_files(1, 3) == ["/w/normalized.parquet"]
+    cut = ValidRows.from_json({**asdict(valid), "normalized_uris": [
+        f"/w/normalized/diff_partition={p}/data_0.parquet" for p in range(3)], "split": 3})
+    assert cut.normalized_files(1, 3) == ["/w/normalized/diff_partition=1/data_0.parquet"]
+    assert cut.normalized_files(1, 2) == list(cut.normalized_uris)
