@@ -219,10 +219,11 @@ def load_step(ctx: RunContext, progress: Any = None) -> LoadCounts:
 
     # The partitions are chosen from the inventory's rows before load, which cuts the rows
     # it writes by them (ValidRows.split).
+    progress = progress or QUIET
     result = load(ctx.options.inventory, ctx.site_url, ctx.work,
                   section_depth=ctx.options.section_depth,
                   keep_deprecated_tags=ctx.options.keep_deprecated_tags,
-                  progress=progress or QUIET,
+                  progress=progress,
                   diff_partitions=lambda rows: ctx.options.diff_partitions or partitions_for(
                       rows, first_run=not ctx.snapshot))
     partitions = result.split
@@ -232,8 +233,10 @@ def load_step(ctx: RunContext, progress: Any = None) -> LoadCounts:
     # With many partitions the scan writes the rows cut by partition, so each diff
     # partition reads its own (split_snapshot).
     previous_split: list[list[str]] | None = None
-    if ctx.snapshot and partitions >= SNAPSHOT_SPLIT_PARTITIONS:
+    if ctx.snapshot and partitions >= SNAPSHOT_SPLIT_PARTITIONS:  # 100M URLs: about 19 s
+        progress.step(f"cut the live snapshot by {partitions} diff partitions")
         previous_split, previous_rows = split_snapshot(ctx.snapshot, partitions, ctx.work)
+        progress.done(f"{sum(previous_rows):,} rows")
     else:
         previous_rows = previous_partition_rows(ctx.snapshot, partitions)
     counts = LoadCounts(

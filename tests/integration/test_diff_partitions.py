@@ -122,6 +122,24 @@ def published(out: str) -> dict[str, Any]:
     }
 
 
+def published_then_second(tmp: Path) -> tuple[str, Path, pa.Table]:
+    """first_inventory published in one partition: the live snapshot, and second_inventory
+    written beside it (its path and rows) for the next run."""
+    first = first_inventory(tmp)
+    out = str(tmp / "out")
+    publish(tmp, out, first, T0, 1)
+    second = second_inventory(first)
+    inv = tmp / "second.parquet"
+    pq.write_table(second, inv)
+    return state_file(out, read_live(out).manifest or {}, "snapshot"), inv, second
+
+
+def sorted_rows(con: Any, uris: list[str]) -> list[tuple]:
+    """Every row of the Parquet files at `uris`, sorted: outputs compared whatever their order."""
+    register_parquet(con, "compared", uris)
+    return con.sql("SELECT * FROM compared ORDER BY ALL").fetchall()
+
+
 @pytest.mark.parametrize("split_snapshot", [False, True])
 def test_three_partitions_publish_what_one_publishes(tmp_path: Path,
                                                     monkeypatch: pytest.MonkeyPatch,
@@ -174,12 +192,7 @@ def test_three_partitions_publish_what_one_publishes(tmp_path: Path,
 
 def test_partitions_cut_the_join_exactly_and_in_any_order(tmp_path: Path) -> None:
     """diff() per partition, run out of order: the union is the one-join result, row for row."""
-    first = first_inventory(tmp_path)
-    out = str(tmp_path / "out")
-    publish(tmp_path, out, first, T0, 1)
-    snapshot = state_file(out, read_live(out).manifest or {}, "snapshot")
-    inv = tmp_path / "second.parquet"
-    pq.write_table(second_inventory(first), inv)
+    snapshot, inv, _ = published_then_second(tmp_path)
     valid = load(str(inv), SITE, str(tmp_path / "load")).valid
 
     whole = diff(valid, snapshot, T1, str(tmp_path / "whole"))
@@ -192,13 +205,8 @@ def test_partitions_cut_the_join_exactly_and_in_any_order(tmp_path: Path) -> Non
         "part-00000.parquet", "part-00001.parquet", "part-00002.parquet"]
 
     con = sql.connect(memory_limit="512MB", threads=1)
-
-    def rows(name: str, uris: list[str]) -> list[tuple]:
-        register_parquet(con, name, uris)
-        return con.sql(f"SELECT * FROM {name} ORDER BY ALL").fetchall()
-
-    assert rows("a", whole.diffed_uris) == rows("b", combined.diffed_uris)
-    assert rows("c", whole.changes_uris) == rows("d", combined.changes_uris)
+    assert sorted_rows(con, whole.diffed_uris) == sorted_rows(con, combined.diffed_uris)
+    assert sorted_rows(con, whole.changes_uris) == sorted_rows(con, combined.changes_uris)
     # IndexNow reads a run's changes parts together as one file.
     assert list(generation_changed_urls(combined.changes_uris)) == list(
         generation_changed_urls(whole.changes_uris[0]))
@@ -322,13 +330,7 @@ def test_load_cuts_its_rows_by_the_diff_partitions(tmp_path: Path) -> None:
     normalised rows cut by them, and each diff partition reads its own files only: the
     same rows, counts and changes as from one file; diffed in another number of
     partitions, every file is read and the result is still the same."""
-    first = first_inventory(tmp_path)
-    out = str(tmp_path / "out")
-    publish(tmp_path, out, first, T0, 1)
-    snapshot = state_file(out, read_live(out).manifest or {}, "snapshot")
-    inv = tmp_path / "second.parquet"
-    second = second_inventory(first)
-    pq.write_table(second, inv)
+    snapshot, inv, second = published_then_second(tmp_path)
     whole = load(str(inv), SITE, str(tmp_path / "whole"))
     asked: list[int] = []
     cut = load(str(inv), SITE, str(tmp_path / "cut"),
@@ -343,13 +345,9 @@ def test_load_cuts_its_rows_by_the_diff_partitions(tmp_path: Path) -> None:
         own = cut.valid.normalized_files(p, 3)
         assert own and all(f"/diff_partition={p}/" in u for u in own)
         register_parquet(con, "own", own)
-        assert con.sql(f"SELECT count(*) FILTER (WHERE url_hash % 3 <> {p}), count(*) "
-                       "FROM own").fetchall()[0][0] == 0
+        assert con.sql(f"SELECT count(*) FILTER (WHERE url_hash % 3 <> {p}) FROM own"
+                       ).fetchall() == [(0,)]
     assert cut.valid.normalized_files(0, 2) == list(cut.normalized_uris)  # another cut: all
-
-    def rows(uris: list[str]) -> list[tuple]:
-        register_parquet(con, "rows", uris)
-        return con.sql("SELECT * FROM rows ORDER BY ALL").fetchall()
 
     for partitions in (3, 2):
         parts = combine([diff(cut.valid, snapshot, T1, str(tmp_path / f"cut{partitions}"),
@@ -357,8 +355,8 @@ def test_load_cuts_its_rows_by_the_diff_partitions(tmp_path: Path) -> None:
                          for p in range(partitions)])
         one = diff(whole.valid, snapshot, T1, str(tmp_path / f"whole{partitions}"))
         assert parts.counts() == one.counts() and parts.removed > 0 and parts.added > 0
-        assert rows(parts.diffed_uris) == rows(one.diffed_uris)
-        assert rows(parts.changes_uris) == rows(one.changes_uris)
+        assert sorted_rows(con, parts.diffed_uris) == sorted_rows(con, one.diffed_uris)
+        assert sorted_rows(con, parts.changes_uris) == sorted_rows(con, one.changes_uris)
 
 
 def test_the_snapshot_cut_by_partition_diffs_as_the_whole(tmp_path: Path) -> None:
@@ -367,12 +365,7 @@ def test_the_snapshot_cut_by_partition_diffs_as_the_whole(tmp_path: Path) -> Non
     gives what one partition of the whole snapshot gives, removed URLs included."""
     from pipeline.diff import split_snapshot
 
-    first = first_inventory(tmp_path)
-    out = str(tmp_path / "out")
-    publish(tmp_path, out, first, T0, 1)
-    snapshot = state_file(out, read_live(out).manifest or {}, "snapshot")
-    inv = tmp_path / "second.parquet"
-    pq.write_table(second_inventory(first), inv)
+    snapshot, inv, _ = published_then_second(tmp_path)
     valid = load(str(inv), SITE, str(tmp_path / "load"), diff_partitions=lambda rows: 3).valid
 
     files, counts = split_snapshot(snapshot, 3, str(tmp_path / "work"))
@@ -385,17 +378,13 @@ def test_the_snapshot_cut_by_partition_diffs_as_the_whole(tmp_path: Path) -> Non
         assert con.sql("SELECT * EXCLUDE (diff_partition) FROM own ORDER BY url").fetchall() == \
             con.sql(f"SELECT * FROM whole WHERE hash(url) % 3 = {p} ORDER BY url").fetchall()
 
-    def rows(uris: list[str]) -> list[tuple]:
-        register_parquet(con, "rows", uris)
-        return con.sql("SELECT * FROM rows ORDER BY ALL").fetchall()
-
     cut = combine([diff(valid, snapshot, T1, str(tmp_path / "cut"), partition=p, partitions=3,
                         previous_rows=counts[p], previous_files=files[p]) for p in range(3)])
     whole = combine([diff(valid, snapshot, T1, str(tmp_path / "whole"), partition=p,
                           partitions=3) for p in range(3)])
     assert cut.counts() == whole.counts() and cut.removed > 0 and cut.unchanged > 0
-    assert rows(cut.diffed_uris) == rows(whole.diffed_uris)
-    assert rows(cut.changes_uris) == rows(whole.changes_uris)
+    assert sorted_rows(con, cut.diffed_uris) == sorted_rows(con, whole.diffed_uris)
+    assert sorted_rows(con, cut.changes_uris) == sorted_rows(con, whole.changes_uris)
     # A partition without snapshot rows has no files: an empty snapshot side, all added.
     empty = diff(valid, snapshot, T1, str(tmp_path / "empty"), partition=0, partitions=3,
                  previous_files=[])
