@@ -367,8 +367,11 @@ def plan_combine_step(ctx: RunContext, batch_bytes: int | None = None) -> PlanCo
     counts = PlanCounts(shards=len(result.shards), to_render=sum(map(len, batches)),
                         split=result.split, merged=result.merged,
                         seconds=round(result.seconds, 3), batches=batches)
+    # The prepare's token makes a plan made again another plan.json, whose state is stored
+    # again (_plan_digest), even when its shards and its seconds come out the same.
     _save(ctx, "plan.json", {**counts.to_dict(), "planned_uris": result.planned_uris,
-                             "shards_uri": result.shards_uri, "bounds_uri": result.bounds_uri})
+                             "shards_uri": result.shards_uri, "bounds_uri": result.bounds_uri,
+                             "plan_token": result.token})
     return counts
 
 

@@ -88,6 +88,8 @@ class PlanResult:
     seconds: float = 0.0
     #: The last generation's shard bounds (prepare's plan-bounds.parquet).
     bounds_uri: str = ""
+    #: The token of the prepare the plan was made from: a plan made again has another.
+    token: str = ""
 
 
 @dataclass

@@ -348,7 +348,8 @@ def combine(work_uri: str) -> PlanResult:
                + time.monotonic() - started)
     result = PlanResult(shards=shards, planned_uris=[r["part_uri"] for r in results],
                         shards_uri=work.uri(SHARDS_KEY), split=split, merged=merged,
-                        seconds=seconds, bounds_uri=prepared["bounds_uri"])
+                        seconds=seconds, bounds_uri=prepared["bounds_uri"],
+                        token=prepared["token"])
     log.info("plan: %d shards in %d sections (%d split, %d merged), %d slice(s) (%.1f s)",
              len(shards), len({s.section for s in shards}), split, merged, len(slices),
              result.seconds)

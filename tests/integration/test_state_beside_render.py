@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipeline import run as run_module
-from pipeline import steps
+from pipeline import sql, steps
 from pipeline.config import Limits
 from pipeline.integrity import describe
 from pipeline.run import RunOptions, run
@@ -127,3 +127,39 @@ def test_no_shard_to_render_leaves_the_state_to_publish(tmp_path: Path) -> None:
     steps.finish(ctx)
     assert not summary.published and summary.generation == first["generation"]
     assert not (out / "_state" / "generations" / ctx.generation).exists()
+
+
+def test_a_first_runs_changes_are_written_with_its_snapshot(tmp_path: Path) -> None:
+    """A first run's diff writes no changes part (every row is added); the state step
+    writes them in its pass over the planned rows: every published URL, added, with the
+    lastmod it is published with, in the types the feed and IndexNow read."""
+    n = 1_000
+    urls = [f"{SITE}{'product' if i % 3 else 'blog'}/{i:05d}" for i in range(n)]
+    lastmods = [datetime(2026, 11, 1, tzinfo=UTC) + timedelta(minutes=i) if i % 4 else None
+                for i in range(n)]
+    inv = str(write_inventory(tmp_path / "inv.parquet", {"url": urls, "lastmod": lastmods}))
+    out = tmp_path / "out"
+    ctx = _planned(tmp_path, inv, out, T0)
+    assert json.loads((Path(ctx.work) / "diff.json").read_text())["changes_uris"] == []
+    assert steps.state_step(ctx).snapshot_rows == n
+    folder = out / "_state" / "generations" / ctx.generation
+    con = sql.connect()
+    changes = con.sql(f"SELECT * FROM '{folder / 'changes.parquet'}'")
+    assert [str(t) for t in changes.types] == ["VARCHAR", "VARCHAR", "TIMESTAMP WITH TIME ZONE"]
+    assert changes.columns == ["url", "change", "lastmod"]
+    published = con.sql(f"SELECT url, 'added', lastmod FROM '{folder / 'snapshot.parquet'}'")
+    assert sorted(changes.fetchall()) == sorted(published.fetchall())
+    assert sorted(u for u, _, _ in changes.fetchall()) == sorted(urls)
+    # a lastmod given is published as given, one not given is the run's time
+    assert {u: m for u, _, m in changes.fetchall()}[urls[1]] == lastmods[1]
+    assert {u: m for u, _, m in changes.fetchall()}[urls[0]] == T0
+
+    # The next run's diff writes its changes as before: here one URL more.
+    more = str(write_inventory(tmp_path / "more.parquet", {
+        "url": [*urls, f"{SITE}blog/new"], "lastmod": [*lastmods, None]}))
+    steps.publish_step(ctx, [steps.render_step(ctx, None).uri])
+    steps.finish(ctx)
+    second = run(_opts(more, out, run_time=T0 + timedelta(hours=1)))
+    folder = out / "_state" / "generations" / second["generation"]
+    assert con.sql(f"SELECT url, change FROM '{folder / 'changes.parquet'}'").fetchall() == [
+        (f"{SITE}blog/new", "added")]
