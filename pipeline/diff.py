@@ -18,9 +18,13 @@ whose diffed rows match every snapshot row of it (`previous_partition_rows`, cou
 for all partitions) removes nothing, and skips the anti-join that finds removed URLs
 (sql/removed_rows.sql; 10M URLs: about 1 s a partition).
 
-A first run's parts leave out the columns that hold one value there (FIRST_RUN_OMITTED:
-every row is added, changed last when first seen, in no previous shard); every reader
-reads the parts through `pipeline.diffed.register_diffed`, which puts them back.
+A first run in one partition writes no diffed rows either (pipeline.diffed.DiffedView):
+load wrote its rows in buckets of sections, and every reader runs this stage's query over
+the buckets it needs (`first_run_rows`); the diff makes one pass over them for its counts
+and each section's stats. A first run in forced partitions writes them, its parts without
+the columns that hold one value there (FIRST_RUN_OMITTED: every row is added, changed last
+when first seen, in no previous shard); every reader reads the parts through
+`pipeline.diffed.register_diffed`, which puts them back.
 """
 
 from __future__ import annotations
@@ -29,13 +33,22 @@ import logging
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
+from typing import Any
 
 import duckdb
 
 from pipeline import sql, storage
-from pipeline.diffed import BUCKET, DIFFED_BUCKETS, FIRST_RUN_OMITTED, register_diffed
+from pipeline.diffed import (
+    BUCKET,
+    DIFFED_BUCKETS,
+    DIFFED_COLUMNS,
+    FIRST_RUN_OMITTED,
+    DiffedView,
+    bucketed,
+    register_diffed,
+)
 from pipeline.errors import ConfigError
 from pipeline.extensions import NEWS_MAX_AGE_DAYS, NEWS_SECTION
 from pipeline.layout import (
@@ -92,6 +105,9 @@ class DiffResult:
     diffed_uris: list[str] = field(default_factory=list)
     changes_uris: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    #: A first run's diffed rows when they are not written (pipeline.diffed.DiffedView, as
+    #: a dict): `diffed_uris` are then load's files.
+    view: dict[str, Any] | None = None
 
     def counts(self) -> dict[str, int]:
         return {k: getattr(self, k) for k in _COUNTS}
@@ -204,14 +220,18 @@ def diff(valid: ValidRows, snapshot_uri: str | None, run_time: datetime, work_ur
          previous_files: Sequence[str] | None = None) -> DiffResult:
     """Diff one partition of the valid rows against the same partition of the snapshot.
 
-    Writes `diffed/part-NNNNN.parquet` (a first run: `diffed/part-NNNNN/bucket=K/*.parquet`,
-    pipeline.diffed) and `changes/part-NNNNN.parquet` (NNNNN: the partition; a first run:
-    none) and returns that partition's counts; `combine` adds partitions up.
+    Writes `diffed/part-NNNNN.parquet` (a first run in forced partitions:
+    `diffed/part-NNNNN/bucket=K/*.parquet`, pipeline.diffed; in one partition, whose rows
+    load wrote in buckets: nothing, `_first_run_view`) and `changes/part-NNNNN.parquet`
+    (NNNNN: the partition; a first run: none) and returns that partition's counts;
+    `combine` adds partitions up.
     `previous_rows`: the partition's snapshot rows (previous_partition_rows), if known.
     `previous_files`: the partition's snapshot rows as split_snapshot cut them, if it did.
     """
     started = time.monotonic()
     con = con or sql.connect()
+    if snapshot_uri is None and partitions == 1 and bucketed(valid.normalized_uris):
+        return _first_run_view(con, valid, run_time, with_news, started)
     work = storage.open_storage(work_uri)
     # Streamed straight to Parquet: the diffed rows are never all held in memory. The join
     # builds its hash table on the narrow snapshot side (diff_rows' `prev`), as written:
@@ -250,7 +270,8 @@ def diff(valid: ValidRows, snapshot_uri: str | None, run_time: datetime, work_ur
             changes = changes.union(con.sql(sql.load_sql("removed_rows")))
         changes_uris.append(write_parquet(changes, work, changes_key(partition)))
         register_parquet(con, "changes", changes_uris)
-    counts = {k: int(v) for k, v in sql.first_row(con, sql.load_sql("diff_counts")).items()}
+    counts: dict[str, Any] = {
+        k: int(v) for k, v in sql.first_row(con, sql.load_sql("diff_counts")).items()}
     result = DiffResult(**counts, diffed_uris=diffed_uris, changes_uris=changes_uris,
                         seconds=time.monotonic() - started)
     where = f"partition {partition + 1}/{partitions}: " if partitions > 1 else ""
@@ -260,10 +281,46 @@ def diff(valid: ValidRows, snapshot_uri: str | None, run_time: datetime, work_ur
     return result
 
 
+def _first_run_view(con: duckdb.DuckDBPyConnection, valid: ValidRows, run_time: datetime,
+                    with_news: bool, started: float) -> DiffResult:
+    """A first run whose valid rows load wrote in buckets: no row is written (DiffedView),
+    one pass over the diff's query gives the counts and each section's stats."""
+    register_valid(con, "current_rows", valid)
+    buckets = dict(con.sql(sql.load_sql("section_buckets"),
+                           params={"buckets": DIFFED_BUCKETS}).fetchall())
+    if with_news:  # news rows move to their section from any bucket: it reads every file
+        buckets.pop(NEWS_SECTION, None)
+    view = DiffedView(valid=asdict(valid), run_time=run_time.isoformat(), with_news=with_news,
+                      section_buckets=buckets, section_stats=[])
+    first_run_rows(con, view, valid.normalized_uris).create_view("diffed", replace=True)
+    sections = con.sql(sql.load_sql("first_run_sections")).fetchall()
+    view = DiffedView(**{**asdict(view), "section_stats": [list(r[:4]) for r in sections]})
+    result = DiffResult(
+        added=sum(r[1] for r in sections), changed=0, unchanged=0, removed=0,
+        lastmod_clamped=sum(r[4] for r in sections), news_articles=sum(r[5] for r in sections),
+        diffed_uris=list(valid.normalized_uris), view=asdict(view),
+        seconds=time.monotonic() - started)
+    log.info("diff: %d added (a first run: no row written), %d future lastmods clamped (%.1f s)",
+             result.added, result.lastmod_clamped, result.seconds)
+    return result
+
+
+def first_run_rows(con: duckdb.DuckDBPyConnection, view: DiffedView, files: Sequence[str]
+                   ) -> duckdb.DuckDBPyRelation:
+    """A first run's diffed rows in `files` (some or all of load's, DiffedView): the diff's
+    query against no snapshot, with DIFFED_COLUMNS, those that hold one value here as that
+    value."""
+    valid = ValidRows.from_json({**view.valid, "normalized_uris": list(files)})
+    rel = diff_relation(con, valid, None, datetime.fromisoformat(view.run_time), view.with_news)
+    return rel.project(", ".join(f"{FIRST_RUN_OMITTED[c]} AS {c}" if c in FIRST_RUN_OMITTED
+                                 else c for c in DIFFED_COLUMNS))
+
+
 def combine(results: Sequence[DiffResult]) -> DiffResult:
     """The partitions' results as one: counts and seconds summed, parts in the given order."""
     return DiffResult(
         **{k: sum(getattr(r, k) for r in results) for k in _COUNTS},
         diffed_uris=[u for r in results for u in r.diffed_uris],
         changes_uris=[u for r in results for u in r.changes_uris],
-        seconds=sum(r.seconds for r in results))
+        seconds=sum(r.seconds for r in results),
+        view=next((r.view for r in results if r.view is not None), None))

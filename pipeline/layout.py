@@ -22,8 +22,10 @@ paths from these names only, so the trees below are the whole list:
                                               generation was made from (pipeline.unchanged)
     <work>/                                   a run's intermediate files
       normalized.parquet, duplicates.parquet, rejects.parquet      load
-      diffed/part-NNNNN.parquet, changes/part-NNNNN.parquet         diff
-      diffed/part-NNNNN/bucket=K/*.parquet    a first run's diffed rows (pipeline.diffed)
+      normalized/bucket=K/*.parquet           a first run's rows, by section (pipeline.diffed)
+      normalized/diff_partition=K/*.parquet   the rows cut by diff partition (several)
+      diffed/part-NNNNN.parquet, changes/part-NNNNN.parquet         diff (a first run: none)
+      diffed/part-NNNNN/bucket=K/*.parquet    a first run's diffed rows in forced partitions
       plan-slices.json, plan-bounds.parquet, planned/part-NNNNN.parquet, shards.json   plan
       plan-input/slice=N/*.parquet            the diffed rows split by slice (many slices)
       live_keys.json                          the live generation's shard keys at begin

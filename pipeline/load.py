@@ -5,7 +5,9 @@ normalised, with its reject reason and its URL's hash: streamed, never held in m
 its columns that are one literal for this inventory are left out, and
 `register_normalized` puts them back; when the diff has several hash partitions, cut by
 them instead, `normalized/diff_partition=K/*.parquet`, so that each diff partition reads
-its own rows only),
+its own rows only; on a first run in one partition, in buckets of sections,
+`normalized/bucket=K/*.parquet`, which plan reads through the diff's query,
+pipeline.diffed.DiffedView),
 `duplicates.parquet` (the row ids that dedupe_rows ranks as duplicates: small)
 and `rejects.parquet` (row_id, reason, the original fields), and returns the
 counts. The valid rows are the normalised rows without a reason that are not
@@ -31,6 +33,7 @@ import numpy as np
 import pyarrow as pa
 
 from pipeline import sql, storage
+from pipeline.diffed import BUCKET, DIFFED_BUCKETS
 from pipeline.errors import InternalError, InventoryError
 from pipeline.extensions import extension_columns
 from pipeline.layout import (
@@ -179,7 +182,8 @@ def register_normalized(con: duckdb.DuckDBPyConnection, uris: str | Sequence[str
         raise InternalError(f"load's constant columns hold {odd[0]!r}, not a literal")
     register_parquet(con, "normalized_file", [uris] if isinstance(uris, str) else list(uris))
     rel = con.sql("SELECT * FROM normalized_file")
-    hive = f" EXCLUDE ({DIFF_PARTITION_COLUMN})" if DIFF_PARTITION_COLUMN in rel.columns else ""
+    cut_by = [c for c in (DIFF_PARTITION_COLUMN, BUCKET) if c in rel.columns]  # Hive folders
+    hive = f" EXCLUDE ({', '.join(cut_by)})" if cut_by else ""
     con.sql(f"SELECT *{hive}" + "".join(f", {c}" for c in constants) + " FROM normalized_file"
             ).create_view("normalized", replace=True)
 
@@ -276,14 +280,19 @@ def _gate_columns(types: dict[str, str]) -> list[str]:
 def load(inventory: str, site_url: str, work_uri: str, *, section_depth: int = 1,
          keep_deprecated_tags: bool = False, con: duckdb.DuckDBPyConnection | None = None,
          progress: Progress = QUIET,
-         diff_partitions: Callable[[int], int] | None = None) -> LoadResult:
+         diff_partitions: Callable[[int], int] | None = None,
+         bucket_sections: bool = False) -> LoadResult:
     """Read, check and validate the inventory; write valid rows and rejects under `work_uri`.
 
     `keep_deprecated_tags`: write the image tags Google no longer uses (extensions).
     `diff_partitions`: how many hash partitions the diff will have, from the inventory's
     row count; more than one cuts the normalised rows by them (ValidRows.split), so that
     each diff partition reads its own rows instead of every row (100M URLs in 15
-    partitions: each read all 100M)."""
+    partitions: each read all 100M).
+    `bucket_sections` (a first run): in one partition, write the rows in buckets of the
+    path segments their section is named from (`normalized/bucket=K/`, K =
+    hash(raw_section) % DIFFED_BUCKETS), which plan reads through the diff's query
+    (pipeline.diffed.DiffedView) instead of a copy of them written by the diff."""
     started = time.monotonic()
     site = Site.parse(site_url)
     files = list_inventory_files(inventory)
@@ -321,12 +330,16 @@ def load(inventory: str, site_url: str, work_uri: str, *, section_depth: int = 1
         constants = constant_columns(typed_columns, rel.columns)
         left_out = {c.rpartition(" AS ")[2] for c in constants}
         rel = rel.project(", ".join(f'"{c}"' for c in rel.columns if c not in left_out))
-        if split == 1:
+        if split > 1:  # a row without a URL hash (a rejected one): DuckDB's default partition
+            column, key = DIFF_PARTITION_COLUMN, f"url_hash % {split}"
+        elif bucket_sections:
+            column, key = BUCKET, f"hash(raw_section) % {DIFFED_BUCKETS}"
+        else:
             return [write_parquet(rel, work, NORMALIZED_KEY)]
-        # A row without a URL hash (a rejected one) lands in DuckDB's default partition.
-        files = write_partitioned(con, rel.project(
-            f"*, url_hash % {split} AS {DIFF_PARTITION_COLUMN}"), work,
-            NORMALIZED_KEY.removesuffix(".parquet"), DIFF_PARTITION_COLUMN)
+        files = write_partitioned(con, rel.project(f"*, {key} AS {column}"), work,
+                                  NORMALIZED_KEY.removesuffix(".parquet"), column)
+        if not files:  # no row: one empty file, with the columns
+            return [write_parquet(rel, work, NORMALIZED_KEY)]
         return [u for part in sorted(files, key=lambda k: (not k.isdigit(), k.zfill(20)))
                 for u in files[part]]
 

@@ -29,7 +29,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline import integrity, sql, storage
-from pipeline.diffed import register_diffed
+from pipeline.diffed import DiffedView, register_diffed
 from pipeline.layout import (
     CHANGES_KEY,
     DIFF_PARTITION_COLUMN,
@@ -102,7 +102,8 @@ def register_snapshot(con: duckdb.DuckDBPyConnection,
 
 def write_snapshot(store: storage.Storage, key: str, *, planned_uris: Sequence[str],
                    shards: Sequence[Shard], diffed_uris: Sequence[str], bounds_uri: str,
-                   output_format: str, added_key: str | None = None) -> int:
+                   output_format: str, added_key: str | None = None,
+                   diffed_view: DiffedView | None = None) -> int:
     """Write the snapshot to `key` of `store` (LZ4_RAW); returns its row count.
 
     `added_key`: also write every row, as added, to this key of `store` as the changes
@@ -161,7 +162,7 @@ def write_snapshot(store: storage.Storage, key: str, *, planned_uris: Sequence[s
                 {SHARD_BOUNDS_KEY: json.dumps(sorted(bounds + kept))})
         if reused:
             con = sql.connect()
-            register_diffed(con, "diffed", diffed_uris)
+            register_diffed(con, "diffed", diffed_uris, diffed_view)
             register_parquet(con, "shard_bounds", [bounds_uri])
             register_assigned(con, output_format)
             con.register("reused_shards", pa.table({
@@ -230,7 +231,8 @@ class StoredState:
 
 def save_state(*, planned_uris: Sequence[str], shards: Sequence[Shard], diffed_uris: Sequence[str],
                bounds_uri: str, changes_uris: Sequence[str], work_uri: str, state_uri: str,
-               generation: str, output_format: str) -> StoredState:
+               generation: str, output_format: str,
+               diffed_view: DiffedView | None = None) -> StoredState:
     """Store the generation's snapshot, rejects and changes under the state prefix.
 
     The changes go to the state as one `changes.parquet`, whatever the number of diff
@@ -246,7 +248,7 @@ def save_state(*, planned_uris: Sequence[str], shards: Sequence[Shard], diffed_u
     changes = generation_key(generation, CHANGES_KEY)
     write_snapshot(state, snapshot_key, planned_uris=planned_uris, shards=shards,
                    diffed_uris=diffed_uris, bounds_uri=bounds_uri, output_format=output_format,
-                   added_key=None if changes_uris else changes)
+                   added_key=None if changes_uris else changes, diffed_view=diffed_view)
     files = {"snapshot": state.uri(snapshot_key)}
     with work.local_path(REJECTS_KEY) as path:
         state.upload_file(path, rejects_key)

@@ -31,6 +31,7 @@ from pipeline.context import (
     RunContext,
     StateCounts,
 )
+from pipeline.diffed import DiffedView
 from pipeline.errors import InternalError, InventoryError, PublishConflict, TooManyRejects
 from pipeline.layout import LIVE_KEYS
 from pipeline.manifest import Manifest
@@ -225,7 +226,8 @@ def load_step(ctx: RunContext, progress: Any = None) -> LoadCounts:
                   keep_deprecated_tags=ctx.options.keep_deprecated_tags,
                   progress=progress,
                   diff_partitions=lambda rows: ctx.options.diff_partitions or partitions_for(
-                      rows, first_run=not ctx.snapshot))
+                      rows, first_run=not ctx.snapshot),
+                  bucket_sections=not ctx.snapshot)
     partitions = result.split
     started = time.monotonic()
     # Each diff partition's snapshot rows, in one scan: a partition whose rows match them
@@ -289,7 +291,7 @@ def diff_partition_step(ctx: RunContext, partition: int) -> DiffCounts:
     counts = DiffCounts(result.counts(), round(result.seconds, 3), partitions, partition)
     DIFF_RESULTS.write(_work(ctx), partition, partitions, {
         **counts.to_dict(), "diffed_uris": result.diffed_uris,
-        "changes_uris": result.changes_uris})
+        "changes_uris": result.changes_uris, "view": result.view})
     return counts
 
 
@@ -307,7 +309,7 @@ def diff_combine_step(ctx: RunContext) -> DiffCounts:
                                     if k not in ("partition", "partitions")}) for d in parts])
     counts = DiffCounts(result.counts(), round(result.seconds, 3), partitions)
     _save(ctx, "diff.json", {**counts.to_dict(), "diffed_uris": result.diffed_uris,
-                             "changes_uris": result.changes_uris})
+                             "changes_uris": result.changes_uris, "view": result.view})
     if partitions > 1:
         log.info("diff: %d partitions: %d added, %d changed, %d unchanged, %d removed (%.1f s "
                  "in all)", partitions, result.added, result.changed, result.unchanged,
@@ -330,7 +332,8 @@ def plan_prepare_step(ctx: RunContext) -> list[int]:
     slices = prepare(diffed["diffed_uris"], ctx.snapshot, ctx.work,
                      slice_rows=ctx.options.plan_slice_rows,
                      keeps_shards=not ctx.options.force and bool(live_keys(ctx)),
-                     output_format=ctx.options.format)
+                     output_format=ctx.options.format,
+                     view=DiffedView.from_json(diffed.get("view")))
     return list(range(len(slices)))
 
 
@@ -436,7 +439,8 @@ def _save_state(ctx: RunContext) -> StoredState:
         planned_uris=planned["planned_uris"], shards=load_shards(planned["shards_uri"]),
         diffed_uris=diffed["diffed_uris"], bounds_uri=planned["bounds_uri"],
         changes_uris=diffed["changes_uris"], work_uri=ctx.work, state_uri=ctx.state,
-        generation=ctx.generation, output_format=ctx.options.format)
+        generation=ctx.generation, output_format=ctx.options.format,
+        diffed_view=DiffedView.from_json(diffed.get("view")))
     _save(ctx, STATE_JSON, {**asdict(stored), "plan": _plan_digest(ctx)})
     return stored
 

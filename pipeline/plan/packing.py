@@ -30,7 +30,7 @@ import pyarrow as pa
 
 from pipeline import sql, storage
 from pipeline.config import Limits
-from pipeline.diffed import files_of_sections, register_diffed
+from pipeline.diffed import DiffedView, files_of_sections, register_diffed
 from pipeline.errors import ConfigError
 from pipeline.extensions import NAMESPACE_MARKERS
 from pipeline.layout import PLANNED_FOLDER, part_key
@@ -157,16 +157,17 @@ def plan_slice(work_uri: str, index: int, limits: Limits, *, output_format: str 
     register_parquet(con, "bounds_all", [prepared["bounds_uri"]])
     con.execute(sql.load_sql("slice_shard_bounds"), {"sections": list(sl.sections)})
     own = (prepared.get("slice_inputs") or [None] * len(slices))[index]
+    view = DiffedView.from_json(prepared.get("view"))
     if own is None:  # the diffed rows of the slice's sections' files, filtered to its own
         register_diffed(con, "diffed_all", files_of_sections(
-            con, prepared["diffed_uris"], sl.sections) or prepared["diffed_uris"])
+            con, prepared["diffed_uris"], sl.sections, view) or prepared["diffed_uris"], view)
         con.sql(sql.load_sql("diffed_slice"), params={
             "sections": list(sl.sections), "lo": sl.lo, "hi": sl.hi}).create_view(
                 "diffed", replace=True)
     elif own:  # the slice's own rows, split by prepare
         register_diffed(con, "diffed", own)
     else:  # a slice without rows: the diffed rows' columns, no row
-        register_diffed(con, "diffed_all", prepared["diffed_uris"])
+        register_diffed(con, "diffed_all", prepared["diffed_uris"], view)
         con.sql("SELECT * FROM diffed_all WHERE false").create_view("diffed", replace=True)
     # A first run's slice of whole sections has its stats from prepare (one scan for all).
     known = {row[0]: tuple(row) for row in prepared.get("section_stats") or []}

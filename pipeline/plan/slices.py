@@ -39,7 +39,7 @@ import duckdb
 import pyarrow as pa
 
 from pipeline import sql, storage
-from pipeline.diffed import bucketed, register_diffed
+from pipeline.diffed import DiffedView, bucketed, register_diffed
 from pipeline.extensions import NAMESPACE_MARKERS
 from pipeline.layout import BOUNDS_KEY, SHARDS_KEY, SLICE_INPUT_FOLDER, SLICES_KEY
 from pipeline.parquet import write_parquet, write_partitioned
@@ -144,12 +144,15 @@ def _weights(con: duckdb.DuckDBPyConnection, output_format: str
 
 
 def _slices(con: duckdb.DuckDBPyConnection, slice_rows: int, weighted: bool = False,
-            output_format: str = "xml") -> list[Slice]:
+            output_format: str = "xml", counts: list[tuple[str, int]] | None = None
+            ) -> list[Slice]:
     """The plan's slices, in (section, URL) order, from `diffed_all` and `shard_bounds`.
 
     `weighted` (an incremental run that keeps untouched shards): sized by the rows plan may
-    write, at most REUSED_SLICE_FACTOR * slice_rows rows in all; else by all rows."""
-    counts = con.sql(sql.load_sql("section_counts")).fetchall()
+    write, at most REUSED_SLICE_FACTOR * slice_rows rows in all; else by all rows.
+    `counts`: each section's rows (sql/section_counts.sql), when known."""
+    if counts is None:
+        counts = con.sql(sql.load_sql("section_counts")).fetchall()
     # Rows that fit one slice are planned in one: no weights needed.
     weighted = weighted and sum(n for _, n in counts) > slice_rows
     max_rows = slice_rows * REUSED_SLICE_FACTOR if weighted else slice_rows
@@ -213,7 +216,8 @@ def provisional_base(slices: Sequence[Slice], index: int, next_free: dict[str, i
 
 def prepare(diffed_uris: str | Sequence[str], snapshot_uri: str | None, work_uri: str, *,
             con: duckdb.DuckDBPyConnection | None = None, slice_rows: int | None = None,
-            keeps_shards: bool = False, output_format: str = "xml") -> list[Slice]:
+            keeps_shards: bool = False, output_format: str = "xml",
+            view: DiffedView | None = None) -> list[Slice]:
     """Choose the plan's slices; write them and the numbering state to `plan-slices.json`.
 
     `diffed_uris`: the diff's parts (one per diff partition; a single URI is one part),
@@ -221,16 +225,18 @@ def prepare(diffed_uris: str | Sequence[str], snapshot_uri: str | None, work_uri
     writes the last generation's shard bounds (`plan-bounds.parquet`, one row per
     shard), so that no slice reads the whole snapshot again. `keeps_shards`: the slices
     will keep the published shards they can (reuse keys; not --force), so an incremental
-    run's slices are sized by the rows they may write (_slices).
+    run's slices are sized by the rows they may write (_slices). `view`: a first run's rows
+    not written (pipeline.diffed.DiffedView), whose sections' counts and stats its diff took.
     """
     slice_rows = slice_rows or SLICE_ROWS
     started = time.monotonic()
     con = con or sql.connect()
     diffed = [diffed_uris] if isinstance(diffed_uris, str) else list(diffed_uris)
-    register_diffed(con, "diffed_all", diffed)
+    register_diffed(con, "diffed_all", diffed, view)
     _register_previous_bounds(con, snapshot_uri)
     slices = _slices(con, slice_rows, weighted=keeps_shards and snapshot_uri is not None,
-                     output_format=output_format)
+                     output_format=output_format,
+                     counts=None if view is None else [(r[0], r[1]) for r in view.section_stats])
     # New shards of a section are numbered after its highest previous number.
     next_free = {section: int(top) + 1 for section, top in con.sql(
         "SELECT section, max(shard) FROM shard_bounds GROUP BY section").fetchall()}
@@ -240,12 +246,14 @@ def prepare(diffed_uris: str | Sequence[str], snapshot_uri: str | None, work_uri
     # A first run's rows are in buckets of sections already: each slice reads its own.
     slice_inputs = _split_by_slice(con, work, slices) \
         if len(slices) >= SPLIT_INPUT_SLICES and not bucketed(diffed) else None
-    section_stats = _whole_section_stats(con, slices) if snapshot_uri is None else None
+    section_stats = (None if snapshot_uri is not None
+                     else _whole_section_stats(con, slices, view))
     work.write_bytes(SLICES_KEY, json.dumps({
         # Each slice's result names this, so combine never mixes results of two prepares.
         "token": uuid.uuid4().hex,
         "slices": [asdict(sl) for sl in slices], "next_free": next_free,
         "first_run": snapshot_uri is None, "diffed_uris": diffed, "bounds_uri": bounds_uri,
+        "view": None if view is None else asdict(view),
         "slice_inputs": slice_inputs, "section_stats": section_stats,
         "slice_rows": slice_rows, "seconds": round(time.monotonic() - started, 3),
     }).encode())
@@ -267,14 +275,18 @@ def _register_previous_bounds(con: duckdb.DuckDBPyConnection, snapshot_uri: str 
     con.unregister("footer_bounds")
 
 
-def _whole_section_stats(con: duckdb.DuckDBPyConnection, slices: Sequence[Slice]
-                         ) -> list[list[Any]]:
+def _whole_section_stats(con: duckdb.DuckDBPyConnection, slices: Sequence[Slice],
+                         view: DiffedView | None = None) -> list[list[Any]]:
     """A first run's new_section_stats rows of every section that a slice holds whole, in
     one scan for all slices: a slice of whole sections then reads its rows once, to write
-    them, not twice (10M URLs in 3 slices: one 0.3 s scan instead of three)."""
+    them, not twice (10M URLs in 3 slices: one 0.3 s scan instead of three). A first run
+    whose rows were not written (`view`) has them from its diff, with no scan."""
     whole = [s for sl in slices if sl.lo is None and sl.hi is None for s in sl.sections]
     if not whole:
         return []
+    if view is not None:  # new_section_stats' columns
+        return [[section, None, urls, 0, 0, 0, None, 0, 0, lo, hi]
+                for section, urls, lo, hi in view.section_stats if section in set(whole)]
     con.sql("SELECT * FROM diffed_all WHERE list_contains($sections, section)",
             params={"sections": whole}).create_view("diffed", replace=True)
     return [list(row) for row in con.sql(sql.load_sql("new_section_stats")).fetchall()]

@@ -35,11 +35,13 @@ from pipeline.diff import (
 from pipeline.diffed import (
     DIFFED_COLUMNS,
     FIRST_RUN_OMITTED,
+    DiffedView,
     bucketed,
     files_of_sections,
     register_diffed,
 )
 from pipeline.errors import ConfigError
+from pipeline.extensions import NEWS_SECTION
 from pipeline.load import load
 from pipeline.notify import FEED_KEY, generation_changed_urls
 from pipeline.parquet import register_parquet
@@ -323,6 +325,79 @@ def test_a_first_runs_parts_leave_out_its_constant_columns(tmp_path: Path) -> No
         assert con.sql("SELECT count(*) FROM picked WHERE section = $s", params={"s": section}
                        ).fetchall() == con.sql("SELECT count(*) FROM diffed WHERE section = $s",
                                                params={"s": section}).fetchall()
+
+
+def test_a_first_run_in_one_partition_writes_no_diffed_row(tmp_path: Path) -> None:
+    """Load writes a first run's rows in buckets of sections; the diff writes none of them
+    (DiffedView): every reader runs its query over load's files, and gets what it would
+    write. Its one pass gives the counts and each section's rows and URL range."""
+    inventory = make_inventory(tmp_path / "demo.parquet", 2_000, site=SITE)
+    valid = load(str(inventory), SITE, str(tmp_path / "load"), bucket_sections=True).valid
+    assert bucketed(valid.normalized_uris) and len(valid.normalized_uris) > 1
+    assert all("/normalized/bucket=" in u for u in valid.normalized_uris)
+    work = tmp_path / "first"
+    result = diff(valid, None, T0, str(work))
+    assert result.view is not None and result.changes_uris == []
+    assert result.diffed_uris == list(valid.normalized_uris)
+    assert not (work / "diffed").exists() and not (work / "changes").exists()
+    view = DiffedView.from_json(result.view)
+    assert view is not None
+    con = sql.connect(memory_limit="512MB", threads=1)
+    register_diffed(con, "diffed", result.diffed_uris, view)
+    got = con.sql("SELECT * FROM diffed ORDER BY url")
+    expected = diff_relation(sql.connect(), valid, None, T0).order("url")
+    assert tuple(got.columns) == DIFFED_COLUMNS == tuple(expected.columns)
+    assert got.types == expected.types
+    assert got.fetchall() == expected.fetchall()
+    assert result.added == len(got.fetchall()) > 1_900
+    assert [list(r) for r in view.section_stats] == [list(r) for r in con.sql(
+        "SELECT section, count(*), min(url), max(url) FROM diffed GROUP BY ALL ORDER BY ALL"
+    ).fetchall()]
+    # A section's rows are all in the buckets files_of_sections gives for it.
+    for section, *_ in view.section_stats:
+        files = files_of_sections(con, result.diffed_uris, [section], view)
+        assert 0 < len(files) < len(result.diffed_uris)
+        register_diffed(con, "picked", files, view)
+        assert con.sql("SELECT count(*) FROM picked WHERE section = $s", params={"s": section}
+                       ).fetchall() == con.sql("SELECT count(*) FROM diffed WHERE section = $s",
+                                               params={"s": section}).fetchall()
+    # The news section's rows come from any bucket: every file is read for it.
+    assert NEWS_SECTION not in view.section_buckets
+    assert files_of_sections(con, result.diffed_uris, [NEWS_SECTION], view) == \
+        result.diffed_uris
+
+
+def test_a_first_run_in_slices_publishes_what_its_written_diffed_rows_publish(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Plan slices reading their buckets through the diff's query (one partition) publish
+    what slices reading written diffed rows (two forced partitions) do: fresh news articles
+    from every bucket, and a section whose path slugs to the news section's own name."""
+    from pipeline.plan import packing
+
+    picked: list[tuple[int, list[str]]] = []
+    real_pick = packing.files_of_sections
+    monkeypatch.setattr(packing, "files_of_sections",
+                        lambda con, uris, sections, view: picked.append(
+                            (len(uris), real_pick(con, uris, sections, view))) or picked[-1][1])
+    table = first_inventory(tmp_path)
+    rows = [{**r, "url": f"{SITE}Google-News/{i}"} for i, r in enumerate(table.to_pylist()[:300])]
+    table = pa.concat_tables([table, pa.Table.from_pylist(rows, schema=table.schema)])
+    inv = tmp_path / "inv.parquet"
+    pq.write_table(table, inv)
+    outs = {}
+    for partitions in (None, 2):
+        out = str(tmp_path / f"out-{partitions}")
+        run(RunOptions(inventory=str(inv), site_url=SITE, out=out, limits=LIMITS, run_time=T0,
+                       diff_partitions=partitions, plan_slice_rows=1_500, feed_days=7,
+                       report=False))
+        outs[partitions] = published(out)
+    assert outs[None] == outs[2]
+    assert outs[None]["counts"]["news_articles"] > 0
+    assert any("google-news" in f[0] for f in outs[None]["files"])
+    view_picks = [(n, files) for n, files in picked if "/normalized/bucket=" in files[0]]
+    assert len(view_picks) >= 5  # the first run's slices, in one partition
+    assert any(len(files) < n for n, files in view_picks)  # its own buckets only
+    assert any(len(files) == n for n, files in view_picks)  # the news section's: all
 
 
 def test_load_cuts_its_rows_by_the_diff_partitions(tmp_path: Path) -> None:

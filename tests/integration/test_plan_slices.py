@@ -18,8 +18,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from pipeline import steps, storage
+from pipeline import sql, steps, storage
 from pipeline.config import Limits
+from pipeline.diffed import DiffedView, register_diffed
 from pipeline.demo import make_inventory
 from pipeline.plan import PROVISIONAL_SHIFT, SLICES_KEY, Shard, load_shards
 from pipeline.plan.slices import REUSED_SLICE_FACTOR, _cuts_by_sample, _cuts_by_shards
@@ -233,7 +234,8 @@ def _check_numbering(shards: list[Shard], next_free: dict[str, int],
 
 
 def _timeless(d: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in d.items() if k != "seconds"}
+    """Without what differs each time a plan is made: its seconds and its prepare's token."""
+    return {k: v for k, v in d.items() if k not in ("seconds", "plan_token")}
 
 
 def _same(a: dict[str, Any], b: dict[str, Any]) -> None:
@@ -395,8 +397,13 @@ def test_a_first_runs_whole_sections_are_measured_once_for_every_slice(
         steps.plan_prepare_step(ctx)
         work = storage.open_storage(ctx.work)
         prepared = json.loads(work.read_bytes(SLICES_KEY))
-        diffed_rows = pa.concat_tables(
-            pq.read_table(u) for u in json.loads(work.read_bytes("diff.json"))["diffed_uris"])
+        # A first run's diffed rows are not written: the diff's query over load's rows.
+        result = json.loads(work.read_bytes("diff.json"))
+        assert result["view"] is not None
+        con = sql.connect()
+        register_diffed(con, "diffed_rows", result["diffed_uris"],
+                        DiffedView.from_json(result["view"]))
+        diffed_rows = con.sql("SELECT * FROM diffed_rows").to_arrow_table()
         # The slice plans from the recorded stats, not a query of its own: given another
         # URL range, its sort skips (and puts back) that range's common prefix instead.
         index, sl = next((i, sl) for i, sl in enumerate(prepared["slices"])
@@ -425,7 +432,7 @@ def test_a_first_runs_whole_sections_are_measured_once_for_every_slice(
         assert stats[section][2] == len(urls)
         assert stats[section][9:] == [pc.min(urls).as_py(), pc.max(urls).as_py()]
 
-    monkeypatch.setattr(plan, "_whole_section_stats", lambda con, slices: [])
+    monkeypatch.setattr(plan, "_whole_section_stats", lambda con, slices, view: [])
     queried = _plan_run(inventory, tmp_path / "queried", T0, "sequential")
     _same(measured, queried)
     assert measured["files"] == queried["files"] and len(measured["files"]) > 20

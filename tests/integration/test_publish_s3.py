@@ -113,8 +113,9 @@ def test_end_to_end_on_s3(s3_bucket: Any, tmp_path: Path) -> None:
 def test_sliced_plan_with_work_files_on_s3(s3_bucket: Any, tmp_path: Path,
                                           monkeypatch: pytest.MonkeyPatch) -> None:
     # Several planned parts on S3: render opens each, the snapshot is read from all. A first
-    # run's slices read the diffed files of their sections' buckets (on S3); with this many
-    # slices, a later run that plans every row splits the diffed rows by slice (plan-input/).
+    # run's slices read load's files of their sections' buckets (on S3) through the diff's
+    # query; with this many slices, a later run that plans every row splits the diffed rows
+    # by slice (plan-input/).
     from pipeline.plan import packing
     from pipeline.plan import slices as plan
 
@@ -125,8 +126,9 @@ def test_sliced_plan_with_work_files_on_s3(s3_bucket: Any, tmp_path: Path,
                         or split[-1])
     picked: list[tuple[int, list[str]]] = []
     real_pick = packing.files_of_sections
-    monkeypatch.setattr(packing, "files_of_sections", lambda con, uris, sections: picked.append(
-        (len(uris), real_pick(con, uris, sections))) or picked[-1][1])
+    monkeypatch.setattr(packing, "files_of_sections",
+                        lambda con, uris, sections, view: picked.append(
+                            (len(uris), real_pick(con, uris, sections, view))) or picked[-1][1])
     inv = inventory(tmp_path, 420)
     out = s3_bucket.url("sliced")
     kw = {"work": s3_bucket.url("work"), "plan_slice_rows": 60}
