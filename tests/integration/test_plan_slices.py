@@ -20,8 +20,8 @@ import pytest
 
 from pipeline import sql, steps, storage
 from pipeline.config import Limits
-from pipeline.diffed import DiffedView, register_diffed
 from pipeline.demo import make_inventory
+from pipeline.diffed import DiffedView, register_diffed
 from pipeline.plan import PROVISIONAL_SHIFT, SLICES_KEY, Shard, load_shards
 from pipeline.plan.slices import REUSED_SLICE_FACTOR, _cuts_by_sample, _cuts_by_shards
 from pipeline.run import RunOptions, run
