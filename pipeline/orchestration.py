@@ -55,7 +55,8 @@ memory, at most 16; one on a first run) and cut the valid rows it wrote by them.
 One mapped task per hash partition of the URLs (`hash(url) % partitions`): compares that
 partition's rows with the same partition of the last published snapshot (added, changed,
 removed, unchanged) and computes each URL's lastmod; writes the partition's diffed and
-changes Parquet parts and a small `diff-NNNNN.json` of its counts under the work prefix.
+changes Parquet parts and a small `diff-NNNNN.json` of its counts under the work prefix (a
+first run in one partition writes no part: plan reads load's rows through the diff's query).
 *If it fails*: usually storage; it is retried. Clearing one map index diffs only that
 partition again.""",
     "diff_counts": """\

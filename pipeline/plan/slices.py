@@ -285,8 +285,9 @@ def _whole_section_stats(con: duckdb.DuckDBPyConnection, slices: Sequence[Slice]
     if not whole:
         return []
     if view is not None:  # new_section_stats' columns
+        held = set(whole)
         return [[section, None, urls, 0, 0, 0, None, 0, 0, lo, hi]
-                for section, urls, lo, hi in view.section_stats if section in set(whole)]
+                for section, urls, lo, hi in view.section_stats if section in held]
     con.sql("SELECT * FROM diffed_all WHERE list_contains($sections, section)",
             params={"sections": whole}).create_view("diffed", replace=True)
     return [list(row) for row in con.sql(sql.load_sql("new_section_stats")).fetchall()]
