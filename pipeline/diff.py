@@ -33,7 +33,7 @@ import logging
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -285,16 +285,17 @@ def _first_run_view(con: duckdb.DuckDBPyConnection, valid: ValidRows, run_time: 
                     with_news: bool, started: float) -> DiffResult:
     """A first run whose valid rows load wrote in buckets: no row is written (DiffedView),
     one pass over the diff's query gives the counts and each section's stats."""
-    register_valid(con, "current_rows", valid)
+    view = DiffedView(valid=asdict(valid), run_time=run_time.isoformat(), with_news=with_news,
+                      section_buckets={}, section_stats=[])
+    # The query's views (load's rows, their section slugs) serve section_buckets too.
+    first_run_rows(con, view, valid.normalized_uris).create_view("diffed", replace=True)
     buckets = dict(con.sql(sql.load_sql("section_buckets"),
                            params={"buckets": DIFFED_BUCKETS}).fetchall())
     if with_news:  # news rows move to their section from any bucket: it reads every file
         buckets.pop(NEWS_SECTION, None)
-    view = DiffedView(valid=asdict(valid), run_time=run_time.isoformat(), with_news=with_news,
-                      section_buckets=buckets, section_stats=[])
-    first_run_rows(con, view, valid.normalized_uris).create_view("diffed", replace=True)
     sections = con.sql(sql.load_sql("first_run_sections")).fetchall()
-    view = DiffedView(**{**asdict(view), "section_stats": [list(r[:4]) for r in sections]})
+    view = replace(view, section_buckets=buckets,
+                   section_stats=[list(r[:4]) for r in sections])
     result = DiffResult(
         added=sum(r[1] for r in sections), changed=0, unchanged=0, removed=0,
         lastmod_clamped=sum(r[4] for r in sections), news_articles=sum(r[5] for r in sections),
