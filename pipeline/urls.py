@@ -54,6 +54,9 @@ def _path_regex(char: str) -> str:
     return f"/{seg}(?:/{seg})*"
 
 
+#: A clean query: what CLEAN_URL_REGEX allows after the path.
+_CLEAN_QUERY = r"(\?([A-Za-z0-9\-._~!$&'()*+,;=:@/?]|%[0-9A-F]{2})+)?"
+
 #: A URL matching this (and starting with the site prefix) is already normal:
 #: lowercase ASCII host without port or user info, only safe characters, `%XX` in
 #: uppercase and never `%2E` in the path, no dot segment, no fragment. DuckDB applies
@@ -61,13 +64,15 @@ def _path_regex(char: str) -> str:
 CLEAN_URL_REGEX = (
     r"https?://[a-z0-9.-]+"
     + _path_regex(r"(?:[A-Za-z0-9\-_~!$&'()*+,;=:@]|%(?:[013-9A-F][0-9A-F]|2[0-9A-DF]))")
-    + r"(\?([A-Za-z0-9\-._~!$&'()*+,;=:@/?]|%[0-9A-F]{2})+)?"
+    + _CLEAN_QUERY
 )
 
-#: A URL whose path holds only unreserved characters, "/" and non-ASCII (no query, no
-#: dot segment): DuckDB percent-encodes it segment by segment, as normalize_url would.
+#: A URL whose path holds only pchars but "%" (unreserved characters, sub-delims, ":" and
+#: "@"), "/" and non-ASCII (no dot segment), with a clean query or none: DuckDB
+#: percent-encodes its path's non-ASCII and keeps the rest, as normalize_url would
+#: (sql/normalize_macros.sql, iri_path_encoded).
 IRI_PATH_REGEX = r"https?://[a-z0-9.-]+" + _path_regex(
-    r"[A-Za-z0-9\-_~\x{a0}-\x{fffd}\x{10000}-\x{10ffff}]")
+    r"[A-Za-z0-9\-_~!$&'()*+,;=:@\x{a0}-\x{fffd}\x{10000}-\x{10ffff}]") + _CLEAN_QUERY
 
 #: Reason codes, the only values the rejects Parquet's `reason` column holds.
 REASONS = (

@@ -1,10 +1,35 @@
 -- normalize_macros: normalized_url(u, site_prefix, clean_regex, iri_regex, max_len), the
--- URL rules of normalize_inventory, for the URL and for its canonical URL: a URL the SQL
--- fast path proves clean is kept as it is; one whose path holds only unreserved
--- characters, "/" and non-ASCII is percent-encoded segment by segment (the commonest
--- dirty case); any other goes to the Python UDF check_url (pipeline/urls.py, the
--- reference the two fast paths agree with), which returns the normalised URL or '!reason'.
+-- URL rules of normalize_inventory, for the URL and for its canonical URL. SQL answers
+-- for the URLs it can prove the answer of, the Python UDF check_url (pipeline/urls.py, the
+-- reference every branch agrees with) for the rest, which returns the normalised URL or
+-- '!reason':
+-- 1. a clean URL under the site is kept as it is;
+-- 2. one under the site whose path holds only pchars but "%", and non-ASCII (with a clean
+--    query or none) gets its path's non-ASCII percent-encoded (the commonest dirty case);
+-- 3. a clean URL not under the site is off_site (Python would keep it as it is, then find
+--    it off the site), unless its host starts with "." or holds "..", which is bad_host;
+-- 4. printable ASCII (nothing to strip, no illegal character) whose scheme is not http or
+--    https is not_http.
+-- Each UDF call costs about 0.3 ms whatever rows it gets, and dirty rows are spread
+-- thinly: the demo's 10M rows sent 30,000 URLs to Python in 4,900 calls (1.6 s of CPU);
+-- branches 2 to 4 answer all but 263 of them.
 -- pipeline.load creates it after registering check_url. Parameters: none (the macro's).
+
+-- iri_path_encoded: a path of iri_regex (pchars but "%", "/" and non-ASCII) with its
+-- non-ASCII percent-encoded as UTF-8, as normalize_url encodes it. url_encode encodes all
+-- but the unreserved characters: "%2F" and the escapes of sub-delims, ":" and "@" go back
+-- to the characters they stand for (the path holds no "%" of its own to mix them up with).
+CREATE OR REPLACE MACRO iri_path_encoded(path) AS
+    CASE
+        WHEN regexp_matches(path, '[!$&''()*+,;=:@]')
+        THEN replace(replace(replace(replace(replace(replace(replace(replace(replace(
+             replace(replace(replace(replace(replace(url_encode(path),
+                 '%2F', '/'), '%21', '!'), '%24', '$'), '%26', '&'), '%27', ''''),
+                 '%28', '('), '%29', ')'), '%2A', '*'), '%2B', '+'), '%2C', ','),
+                 '%3B', ';'), '%3D', '='), '%3A', ':'), '%40', '@')
+        ELSE replace(url_encode(path), '%2F', '/')
+    END;
+
 CREATE OR REPLACE MACRO normalized_url(u, site_prefix, clean_regex, iri_regex, max_len) AS
     CASE
         WHEN u IS NOT NULL
@@ -13,8 +38,15 @@ CREATE OR REPLACE MACRO normalized_url(u, site_prefix, clean_regex, iri_regex, m
              AND regexp_full_match(u, clean_regex)
         THEN u
         WHEN starts_with(u, site_prefix) AND regexp_full_match(u, iri_regex)
-        THEN site_prefix || array_to_string(list_transform(
-                 string_split(substr(u, length(site_prefix) + 1), '/'),
-                 lambda seg: url_encode(seg)), '/')
+        THEN site_prefix
+             || iri_path_encoded(split_part(substr(u, length(site_prefix) + 1), '?', 1))
+             || CASE WHEN contains(u, '?') THEN substr(u, strpos(u, '?')) ELSE '' END
+        WHEN length(u) <= max_len
+             AND regexp_full_match(u, clean_regex)
+             AND NOT starts_with(split_part(u, '/', 3), '.')
+             AND NOT contains(split_part(u, '/', 3), '..')
+        THEN '!off_site'
+        WHEN regexp_full_match(u, '[!-~]+') AND NOT regexp_matches(u, '^[Hh][Tt][Tt][Pp][Ss]?:')
+        THEN '!not_http'
         ELSE check_url(u, site_prefix)
     END;
