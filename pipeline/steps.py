@@ -333,7 +333,7 @@ def plan_prepare_step(ctx: RunContext) -> list[int]:
                      slice_rows=ctx.options.plan_slice_rows,
                      keeps_shards=not ctx.options.force and bool(live_keys(ctx)),
                      output_format=ctx.options.format,
-                     view=DiffedView.from_json(diffed.get("view")))
+                     view=DiffedView.from_json(diffed.get("view")), run_time=ctx.run_time)
     return list(range(len(slices)))
 
 

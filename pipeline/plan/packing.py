@@ -173,9 +173,11 @@ def plan_slice(work_uri: str, index: int, limits: Limits, *, output_format: str 
     known = {row[0]: tuple(row) for row in prepared.get("section_stats") or []}
     stats = [known[s] for s in sl.sections] if prepared["first_run"] and sl.lo is None \
         and sl.hi is None and sl.sections and all(s in known for s in sl.sections) else None
+    first_run_time = prepared.get("first_run_time")
     shards, split, merged = _plan_slice(
         con, work, index, prepared["first_run"], limits, output_format,
-        provisional_base(slices, index, prepared["next_free"]), reuse_keys, stats)
+        provisional_base(slices, index, prepared["next_free"]), reuse_keys, stats,
+        None if first_run_time is None else datetime.fromisoformat(first_run_time))
     con.execute("DROP TABLE IF EXISTS shard_bounds")
     result = SliceResult(index=index, part_uri=work.uri(_part_key(index)), shards=shards,
                          split=split, merged=merged, seconds=time.monotonic() - started)
@@ -196,7 +198,8 @@ def _part_key(part: int) -> str:
 def _plan_slice(con: duckdb.DuckDBPyConnection, work: storage.Storage, part: int,
                 first_run: bool, limits: Limits, output_format: str,
                 new_base: dict[str, int], reuse_keys: frozenset[str],
-                stats: list[tuple[Any, ...]] | None = None) -> tuple[list[Shard], int, int]:
+                stats: list[tuple[Any, ...]] | None = None,
+                first_run_time: datetime | None = None) -> tuple[list[Shard], int, int]:
     """Plan the rows of the view `diffed` (one slice); write them as part `part`.
 
     One sort: the rows of the groups to write, by group and URL (planned_rows); a
@@ -206,7 +209,8 @@ def _plan_slice(con: duckdb.DuckDBPyConnection, work: storage.Storage, part: int
     A tiny shard merges only into a predecessor in the same slice: a slice boundary is
     a previous shard's lower bound, so at worst a tiny shard stays on its own there.
     `stats`: the slice's group stats when prepare measured them (a first run's whole
-    sections), in the order of the query that would give them.
+    sections), in the order of the query that would give them. `first_run_time`: a first
+    run's time, which all its rows were first seen and changed at (planned_rows).
     """
     register_assigned(con, output_format)
     # A first run repacks every section: its groups' longest lines are read from the part
@@ -244,7 +248,7 @@ def _plan_slice(con: duckdb.DuckDBPyConnection, work: storage.Storage, part: int
     # projection after the sort must keep its order.
     planned = con.sql(sql.load_sql("planned_rows"), params={
         "prefixes": prefixes, "sections": sections, "format": output_format,
-        "ns_markers": NAMESPACE_MARKERS})
+        "ns_markers": NAMESPACE_MARKERS, "first_run_time": first_run_time})
     if all(g.group_id in reused for g in groups):
         # Every shard is kept as published: an empty part, without reading the rows again
         # (a false filter makes DuckDB's plan an empty result; at 100M, a scan of every

@@ -319,7 +319,7 @@ def test_planned_rows_leave_out_reused_groups_in_file_order(
         "skip": [2, 2, 2, 2]}))
     got = con.sql(sql.load_sql("planned_rows"), params={
         "prefixes": ["a/", "a/", "b/"], "sections": ["a", "a", "b"], "format": "xml",
-        "ns_markers": NAMESPACE_MARKERS})
+        "ns_markers": NAMESPACE_MARKERS, "first_run_time": None})
     rows = [dict(zip(got.columns, r, strict=True)) for r in got.fetchall()]
     # The sort drops each URL's group prefix; the URL, the section and the line's
     # measures are whole again after it.
@@ -329,7 +329,8 @@ def test_planned_rows_leave_out_reused_groups_in_file_order(
 
 def test_planned_rows_come_in_file_order_from_two_threads() -> None:
     """The sort is followed by a projection (the URL made whole, the lines measured): the
-    part's rows must still be in (group, URL) order, as plan writes them with two threads."""
+    part's rows must still be in (group, URL) order, as plan writes them with two threads.
+    A first run's: its time put back as every row's first seen and last changed time."""
     con = sql.connect(threads=2)
     n = 300_000
     rng = np.random.default_rng(7)
@@ -346,12 +347,15 @@ def test_planned_rows_come_in_file_order_from_two_threads() -> None:
         "section": ["s0", "s1", "s2"], "base_shard": pa.nulls(3, pa.int32()),
         "group_id": [0, 1, 2], "reused": [False] * 3, "skip": [len(p) for p in prefixes]}))
     with sql.insertion_order(con):
-        got = con.sql(sql.load_sql("planned_rows"), params={
+        rel = con.sql(sql.load_sql("planned_rows"), params={
             "prefixes": prefixes, "sections": ["s0", "s1", "s2"], "format": "xml",
-            "ns_markers": NAMESPACE_MARKERS}).fetchall()
+            "ns_markers": NAMESPACE_MARKERS, "first_run_time": T})
+        columns, got = rel.columns, rel.fetchall()
     keys = [(r[0], r[2]) for r in got]
     assert len(keys) == n and keys == sorted(keys)
     assert all(section == f"s{gid}" for gid, section, *_ in got)
+    state = [columns.index(c) for c in ("changed", "first_seen", "last_changed")]
+    assert {tuple(r[i] for i in state) for r in got} == {(True, T, T)}
 
 
 def test_pack_subs_cuts_by_count_and_bytes() -> None:
