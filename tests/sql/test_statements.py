@@ -11,6 +11,7 @@ import pytest
 
 from pipeline import load, plan, sql
 from pipeline.extensions import NAMESPACE_MARKERS
+from pipeline.limits import CHANGEFREQ_VALUES
 
 T = datetime(2026, 12, 2, 3, 0, 0, tzinfo=UTC)
 EARLIER = datetime(2026, 11, 1, tzinfo=UTC)
@@ -356,6 +357,28 @@ def test_planned_rows_come_in_file_order_from_two_threads() -> None:
     assert all(section == f"s{gid}" for gid, section, *_ in got)
     state = [columns.index(c) for c in ("changed", "first_seen", "last_changed")]
     assert {tuple(r[i] for i in state) for r in got} == {(True, T, T)}
+
+
+def test_planned_rows_carry_every_changefreq_load_lets_through() -> None:
+    """The sort carries the changefreq as an ENUM spelled out in the SQL: it must hold every
+    value load accepts (and NULL), each given back as it was."""
+    con = sql.connect(threads=1)
+    values = [*CHANGEFREQ_VALUES, None]
+    n = len(values)
+    con.register("assigned", pa.table({
+        "url": [f"a/{i}" for i in range(n)], "section": ["a"] * n,
+        "base_shard": pa.nulls(n, pa.int32()), "changefreq": pa.array(values, pa.string()),
+        "ext": [""] * n, "changed": [True] * n,
+        **{c: pa.nulls(n) for c in ("lastmod", "priority", "fingerprint", "first_seen",
+                                    "last_changed")}}))
+    con.register("shard_groups", pa.table({
+        "section": ["a"], "base_shard": pa.nulls(1, pa.int32()), "group_id": [0],
+        "reused": [False], "skip": [2]}))
+    rel = con.sql(sql.load_sql("planned_rows"), params={
+        "prefixes": ["a/"], "sections": ["a"], "format": "xml",
+        "ns_markers": NAMESPACE_MARKERS, "first_run_time": None})
+    got = dict(rel.select("url, changefreq").fetchall())
+    assert got == {f"a/{i}": v for i, v in enumerate(values)}
 
 
 def test_pack_subs_cuts_by_count_and_bytes() -> None:
