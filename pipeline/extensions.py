@@ -8,7 +8,7 @@ the run's time. Namespaces are declared only in files that use them.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -174,6 +174,17 @@ def extension_columns(types: dict[str, Any], keep_deprecated: bool = False) -> l
         cols += ["NULL::VARCHAR AS news_name", "NULL::VARCHAR AS news_language",
                  "NULL::TIMESTAMPTZ AS news_date", "NULL::VARCHAR AS news_title"]
     return cols
+
+
+#: The constant columns of load (pipeline.load.constant_columns) of an inventory without
+#: extensions: no extension XML and no news article, so every row's `ext` is ''.
+_NO_EXTENSION_CONSTANTS = ("'' AS ext_xml", "NULL::TIMESTAMPTZ AS news_date")
+
+
+def ext_always_empty(constant_columns: Sequence[str]) -> bool:
+    """Whether load's constant columns say no row has extension XML (diff_rows' `ext` is ''
+    in every row): plan's sort then carries no `ext` (sql/planned_rows.sql)."""
+    return all(c in constant_columns for c in _NO_EXTENSION_CONSTANTS)
 
 
 #: (struct fields present, keep deprecated tags) -> SQL of (the XML, items dropped, deprecated

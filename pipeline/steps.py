@@ -33,6 +33,7 @@ from pipeline.context import (
 )
 from pipeline.diffed import DiffedView
 from pipeline.errors import InternalError, InventoryError, PublishConflict, TooManyRejects
+from pipeline.extensions import ext_always_empty
 from pipeline.layout import LIVE_KEYS
 from pipeline.manifest import Manifest
 from pipeline.parts import Parts
@@ -329,11 +330,13 @@ def plan_prepare_step(ctx: RunContext) -> list[int]:
     from pipeline.plan import prepare
 
     diffed = _read(ctx, "diff.json")
+    constants = _read(ctx, "load.json")["valid"].get("constant_columns", [])
     slices = prepare(diffed["diffed_uris"], ctx.snapshot, ctx.work,
                      slice_rows=ctx.options.plan_slice_rows,
                      keeps_shards=not ctx.options.force and bool(live_keys(ctx)),
                      output_format=ctx.options.format,
-                     view=DiffedView.from_json(diffed.get("view")), run_time=ctx.run_time)
+                     view=DiffedView.from_json(diffed.get("view")), run_time=ctx.run_time,
+                     ext_empty=ext_always_empty(constants))
     return list(range(len(slices)))
 
 

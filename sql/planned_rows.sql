@@ -12,11 +12,13 @@
 -- run's rows were all first seen and changed at its time ($first_run_time): the sort
 -- carries NULL for those three columns, which are put back after it (10M URLs: plan
 -- 0.3-0.4 s faster); it carries the changefreq as an ENUM of the values load lets through
--- (pipeline.limits.CHANGEFREQ_VALUES), one byte instead of a 16-byte string (0.2-0.3 s).
+-- (pipeline.limits.CHANGEFREQ_VALUES), one byte instead of a 16-byte string (0.2-0.3 s);
+-- and NULL for `ext` when no row has extension XML ($ext_empty), '' again after it.
 -- Reads `assigned` and `shard_groups` (section, base_shard, group_id, reused, skip, made by
 -- pipeline.plan; group_id of the narrowest integer type, which the sort's key begins
 -- with). Parameters: $prefixes and $sections (VARCHAR[], by group_id + 1), $format and
--- $ns_markers (as assigned_rows), $first_run_time (TIMESTAMPTZ; NULL but on a first run).
+-- $ns_markers (as assigned_rows), $first_run_time (TIMESTAMPTZ; NULL but on a first run),
+-- $ext_empty (BOOLEAN: every row's ext is '').
 WITH sorted AS (
     SELECT
         g.group_id,
@@ -28,7 +30,7 @@ WITH sorted AS (
         a.changefreq::ENUM('always', 'hourly', 'daily', 'weekly', 'monthly', 'yearly', 'never')
             AS changefreq_code,
         a.priority,
-        a.ext,
+        CASE WHEN NOT $ext_empty THEN a.ext END AS ext_or_null,
         a.fingerprint,
         CASE WHEN $first_run_time IS NULL THEN a.changed END AS changed_or_null,
         CASE WHEN $first_run_time IS NULL THEN a.first_seen END AS first_seen_or_null,
@@ -45,6 +47,7 @@ whole AS (
         *,
         $prefixes[group_id::INTEGER + 1] || url_rest AS url,
         changefreq_code::VARCHAR AS changefreq,
+        coalesce(ext_or_null, '') AS ext,
         coalesce(changed_or_null, $first_run_time IS NOT NULL) AS changed,
         coalesce(first_seen_or_null, $first_run_time::TIMESTAMPTZ) AS first_seen,
         coalesce(last_changed_or_null, $first_run_time::TIMESTAMPTZ) AS last_changed

@@ -177,7 +177,8 @@ def plan_slice(work_uri: str, index: int, limits: Limits, *, output_format: str 
     shards, split, merged = _plan_slice(
         con, work, index, prepared["first_run"], limits, output_format,
         provisional_base(slices, index, prepared["next_free"]), reuse_keys, stats,
-        None if first_run_time is None else datetime.fromisoformat(first_run_time))
+        None if first_run_time is None else datetime.fromisoformat(first_run_time),
+        bool(prepared.get("ext_empty")))
     con.execute("DROP TABLE IF EXISTS shard_bounds")
     result = SliceResult(index=index, part_uri=work.uri(_part_key(index)), shards=shards,
                          split=split, merged=merged, seconds=time.monotonic() - started)
@@ -199,7 +200,8 @@ def _plan_slice(con: duckdb.DuckDBPyConnection, work: storage.Storage, part: int
                 first_run: bool, limits: Limits, output_format: str,
                 new_base: dict[str, int], reuse_keys: frozenset[str],
                 stats: list[tuple[Any, ...]] | None = None,
-                first_run_time: datetime | None = None) -> tuple[list[Shard], int, int]:
+                first_run_time: datetime | None = None,
+                ext_empty: bool = False) -> tuple[list[Shard], int, int]:
     """Plan the rows of the view `diffed` (one slice); write them as part `part`.
 
     One sort: the rows of the groups to write, by group and URL (planned_rows); a
@@ -211,6 +213,7 @@ def _plan_slice(con: duckdb.DuckDBPyConnection, work: storage.Storage, part: int
     `stats`: the slice's group stats when prepare measured them (a first run's whole
     sections), in the order of the query that would give them. `first_run_time`: a first
     run's time, which all its rows were first seen and changed at (planned_rows).
+    `ext_empty`: no row has extension XML (planned_rows).
     """
     register_assigned(con, output_format)
     # A first run repacks every section: its groups' longest lines are read from the part
@@ -248,7 +251,8 @@ def _plan_slice(con: duckdb.DuckDBPyConnection, work: storage.Storage, part: int
     # projection after the sort must keep its order.
     planned = con.sql(sql.load_sql("planned_rows"), params={
         "prefixes": prefixes, "sections": sections, "format": output_format,
-        "ns_markers": NAMESPACE_MARKERS, "first_run_time": first_run_time})
+        "ns_markers": NAMESPACE_MARKERS, "first_run_time": first_run_time,
+        "ext_empty": ext_empty})
     if all(g.group_id in reused for g in groups):
         # Every shard is kept as published: an empty part, without reading the rows again
         # (a false filter makes DuckDB's plan an empty result; at 100M, a scan of every

@@ -217,7 +217,8 @@ def provisional_base(slices: Sequence[Slice], index: int, next_free: dict[str, i
 def prepare(diffed_uris: str | Sequence[str], snapshot_uri: str | None, work_uri: str, *,
             con: duckdb.DuckDBPyConnection | None = None, slice_rows: int | None = None,
             keeps_shards: bool = False, output_format: str = "xml",
-            view: DiffedView | None = None, run_time: str | None = None) -> list[Slice]:
+            view: DiffedView | None = None, run_time: str | None = None,
+            ext_empty: bool = False) -> list[Slice]:
     """Choose the plan's slices; write them and the numbering state to `plan-slices.json`.
 
     `diffed_uris`: the diff's parts (one per diff partition; a single URI is one part),
@@ -228,7 +229,9 @@ def prepare(diffed_uris: str | Sequence[str], snapshot_uri: str | None, work_uri
     run's slices are sized by the rows they may write (_slices). `view`: a first run's rows
     not written (pipeline.diffed.DiffedView), whose sections' counts and stats its diff took.
     `run_time` (ISO 8601): the run's time, which a first run's rows were all first seen and
-    changed at (each slice's sort then leaves those columns out, planned_rows).
+    changed at (each slice's sort then leaves those columns out, planned_rows). `ext_empty`:
+    no row has extension XML (pipeline.extensions.ext_always_empty), which the sort then
+    leaves out too.
     """
     slice_rows = slice_rows or SLICE_ROWS
     started = time.monotonic()
@@ -255,7 +258,7 @@ def prepare(diffed_uris: str | Sequence[str], snapshot_uri: str | None, work_uri
         "token": uuid.uuid4().hex,
         "slices": [asdict(sl) for sl in slices], "next_free": next_free,
         "first_run": snapshot_uri is None, "diffed_uris": diffed, "bounds_uri": bounds_uri,
-        "first_run_time": run_time if snapshot_uri is None else None,
+        "first_run_time": run_time if snapshot_uri is None else None, "ext_empty": ext_empty,
         "view": None if view is None else asdict(view),
         "slice_inputs": slice_inputs, "section_stats": section_stats,
         "slice_rows": slice_rows, "seconds": round(time.monotonic() - started, 3),

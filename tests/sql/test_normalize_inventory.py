@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pipeline import load, sql
+from pipeline import extensions, load, sql
 from pipeline.errors import InternalError
 from pipeline.limits import MAX_URL_LENGTH
 from pipeline.parquet import ROW_ID
@@ -122,6 +122,26 @@ def test_constant_columns_are_literal_expressions_that_reach_the_output() -> Non
     assert got == ("0 AS images_dropped", "'' AS ext_xml", "NULL::TIMESTAMPTZ AS news_date")
 
 
+@pytest.mark.parametrize("column", [
+    pa.field("images", pa.list_(pa.struct([("loc", pa.string())]))),
+    pa.field("news", pa.struct([("publication_name", pa.string()), ("language", pa.string()),
+                                ("publication_date", pa.timestamp("s", tz="UTC")),
+                                ("title", pa.string())])),
+])
+def test_an_inventory_with_an_extension_may_have_ext(column: pa.Field) -> None:
+    """Image XML or a news article make `ext` vary: plan's sort must carry it."""
+    con = duckdb.connect()
+    con.register("inventory", pa.table({"url": pa.array([], pa.string()),
+                                        column.name: pa.array([], column.type)}))
+    rel = con.sql("SELECT * FROM inventory")
+    duck_types = dict(zip(rel.columns, rel.types, strict=True))
+    typed = extensions.extension_columns(duck_types)
+    names = [c.rpartition(" AS ")[2] for c in typed]
+    assert not extensions.ext_always_empty(load.constant_columns(typed, names))
+    assert extensions.ext_always_empty(load.constant_columns(
+        extensions.extension_columns({}), names))
+
+
 def test_load_leaves_constant_columns_out_of_the_file_and_the_view_puts_them_back(
         tmp_path: Path) -> None:
     """An inventory without extensions or content_hash: their columns are one literal each,
@@ -145,6 +165,7 @@ def test_load_leaves_constant_columns_out_of_the_file_and_the_view_puts_them_bac
     assert rows == [(P + "a/1", "", 0, None, None, None), (P + "a/2", "", 0, None, None, None),
                     (None, "", 0, None, None, "not_http")]
     assert (result.valid_rows, result.rejected) == (2, {"not_http": 1})
+    assert extensions.ext_always_empty(result.constant_columns)  # plan's sort leaves ext out
     # read back from load.json by the diff: only literals are ever put into SQL
     with pytest.raises(InternalError, match="not a literal"):
         load.register_normalized(con, result.normalized_uris[0], ("1 AS x; DROP TABLE y",))

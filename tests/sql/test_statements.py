@@ -320,7 +320,7 @@ def test_planned_rows_leave_out_reused_groups_in_file_order(
         "skip": [2, 2, 2, 2]}))
     got = con.sql(sql.load_sql("planned_rows"), params={
         "prefixes": ["a/", "a/", "b/"], "sections": ["a", "a", "b"], "format": "xml",
-        "ns_markers": NAMESPACE_MARKERS, "first_run_time": None})
+        "ns_markers": NAMESPACE_MARKERS, "first_run_time": None, "ext_empty": False})
     rows = [dict(zip(got.columns, r, strict=True)) for r in got.fetchall()]
     # The sort drops each URL's group prefix; the URL, the section and the line's
     # measures are whole again after it.
@@ -331,7 +331,8 @@ def test_planned_rows_leave_out_reused_groups_in_file_order(
 def test_planned_rows_come_in_file_order_from_two_threads() -> None:
     """The sort is followed by a projection (the URL made whole, the lines measured): the
     part's rows must still be in (group, URL) order, as plan writes them with two threads.
-    A first run's: its time put back as every row's first seen and last changed time."""
+    A first run's without extensions: its time put back as every row's first seen and last
+    changed time, and '' as every row's ext."""
     con = sql.connect(threads=2)
     n = 300_000
     rng = np.random.default_rng(7)
@@ -350,13 +351,13 @@ def test_planned_rows_come_in_file_order_from_two_threads() -> None:
     with sql.insertion_order(con):
         rel = con.sql(sql.load_sql("planned_rows"), params={
             "prefixes": prefixes, "sections": ["s0", "s1", "s2"], "format": "xml",
-            "ns_markers": NAMESPACE_MARKERS, "first_run_time": T})
+            "ns_markers": NAMESPACE_MARKERS, "first_run_time": T, "ext_empty": True})
         columns, got = rel.columns, rel.fetchall()
     keys = [(r[0], r[2]) for r in got]
     assert len(keys) == n and keys == sorted(keys)
     assert all(section == f"s{gid}" for gid, section, *_ in got)
-    state = [columns.index(c) for c in ("changed", "first_seen", "last_changed")]
-    assert {tuple(r[i] for i in state) for r in got} == {(True, T, T)}
+    state = [columns.index(c) for c in ("changed", "first_seen", "last_changed", "ext")]
+    assert {tuple(r[i] for i in state) for r in got} == {(True, T, T, "")}
 
 
 def test_planned_rows_carry_every_changefreq_load_lets_through() -> None:
@@ -376,7 +377,7 @@ def test_planned_rows_carry_every_changefreq_load_lets_through() -> None:
         "reused": [False], "skip": [2]}))
     rel = con.sql(sql.load_sql("planned_rows"), params={
         "prefixes": ["a/"], "sections": ["a"], "format": "xml",
-        "ns_markers": NAMESPACE_MARKERS, "first_run_time": None})
+        "ns_markers": NAMESPACE_MARKERS, "first_run_time": None, "ext_empty": False})
     got = dict(rel.select("url, changefreq").fetchall())
     assert got == {f"a/{i}": v for i, v in enumerate(values)}
 
