@@ -65,11 +65,6 @@ from pipeline.snapshot import register_snapshot
 
 log = logging.getLogger(__name__)
 
-#: Rows per diff partition when the run does not say (SITEMAPS_DIFF_PARTITION_ROWS;
-#: 0: from the memory limit, partitions_for): a run diffs ceil(inventory rows / this) hash
-#: partitions, each one join of about this many rows against its share of the snapshot.
-#: The DAG maps the partitions over workers; the CLI runs them one after the other.
-DIFF_PARTITION_ROWS = environment().diff_partition_rows
 #: Bytes DuckDB's hash table takes per snapshot row of the diff join (two 64-bit URL hashes,
 #: section, shard, fingerprint, three timestamps; measured: 10M rows spill 7 GB under a 1 GB
 #: limit, 5M rows fit), with room to spare.
@@ -123,8 +118,12 @@ def partitions_for(inventory_rows: int, partition_rows: int | None = None, *,
     of which the valid rows are at most as many."""
     if first_run:
         return 1
-    if partition_rows or DIFF_PARTITION_ROWS:
-        return max(1, math.ceil(inventory_rows / (partition_rows or DIFF_PARTITION_ROWS)))
+    # Rows per partition when the run does not say: SITEMAPS_DIFF_PARTITION_ROWS (0: from the
+    # memory limit, below). The DAG maps the partitions over workers; the CLI runs them one
+    # after the other.
+    partition_rows = partition_rows or environment().diff_partition_rows
+    if partition_rows:
+        return max(1, math.ceil(inventory_rows / partition_rows))
     rows = max(1_000_000, sql.parse_bytes(sql.duckdb_memory_limit()) // DIFF_BUILD_ROW_BYTES)
     # Each partition scans the whole snapshot: past a few more, spilling costs less.
     return max(1, min(MAX_AUTO_DIFF_PARTITIONS, math.ceil(inventory_rows / rows)))

@@ -396,6 +396,15 @@ class Environment:
         return "SITEMAPS_" + name.upper()
 
 
+#: The least value of each numeric SITEMAPS_* variable (gzip: ISA-L's levels are 0..3, and
+#: a higher one is taken as 3), so that a 0 or a negative number is refused when read, as
+#: its command-line flag is, instead of failing deep inside a run.
+_ENVIRONMENT_MINIMUMS: dict[str, float] = {
+    "s3_attempts": 1, "s3_connect_timeout": 0.001, "gzip_level": 0, "plan_slice_rows": 1,
+    "diff_partition_rows": 0,
+}
+
+
 def environment() -> Environment:
     """The environment's settings now; an empty variable counts as unset."""
     values: dict[str, Any] = {}
@@ -410,6 +419,10 @@ def environment() -> Environment:
         except ValueError:
             raise ConfigError(f"${Environment.variable(f.name)} = {raw!r} is not a number") \
                 from None
+        least = _ENVIRONMENT_MINIMUMS.get(f.name)
+        if least is not None and values[f.name] < least:
+            raise ConfigError(f"${Environment.variable(f.name)} = {raw!r} must be at least "
+                              f"{least:g}" + (" (0: automatic)" if least == 0 else ""))
     return Environment(**values)
 
 

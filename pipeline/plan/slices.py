@@ -45,7 +45,7 @@ from pipeline.layout import BOUNDS_KEY, SHARDS_KEY, SLICE_INPUT_FOLDER, SLICES_K
 from pipeline.parquet import write_parquet, write_partitioned
 from pipeline.parts import Parts
 from pipeline.plan.model import PlanResult, Shard
-from pipeline.settings import environment
+from pipeline.settings import Environment, environment
 from pipeline.snapshot import register_snapshot, shard_bounds
 
 log = logging.getLogger(__name__)
@@ -53,11 +53,12 @@ log = logging.getLogger(__name__)
 #: New shards of a section's later slices are numbered provisionally from
 #: (slice + 1) << PROVISIONAL_SHIFT: above every final number (which fit in 32 bits).
 PROVISIONAL_SHIFT = 32
-#: Rows planned at a time (SITEMAPS_PLAN_SLICE_ROWS): each slice is assigned, packed,
-#: sorted and written on its own, so plan's peak memory and DuckDB temp disk grow
-#: with this, not with the inventory. At about 250 bytes a row in DuckDB, 4M rows
-#: is about 1 GB per copy; an inventory that fits is planned in one pass.
-SLICE_ROWS = environment().plan_slice_rows
+#: Rows planned at a time by default (SITEMAPS_PLAN_SLICE_ROWS, read when a plan is
+#: prepared, says otherwise): each slice is assigned, packed, sorted and written on its own,
+#: so plan's peak memory and DuckDB temp disk grow with this, not with the inventory. At
+#: about 250 bytes a row in DuckDB, 4M rows is about 1 GB per copy; an inventory that fits
+#: is planned in one pass.
+SLICE_ROWS = Environment().plan_slice_rows
 #: A slice of an incremental run holds whole sections (or shards) while the rows it may write
 #: stay within the slice's rows and all its rows within this many times them: most of them
 #: are only counted, but a slice must stay bounded when shards thought kept are not (an
@@ -233,7 +234,7 @@ def prepare(diffed_uris: str | Sequence[str], snapshot_uri: str | None, work_uri
     no row has extension XML (pipeline.extensions.ext_always_empty), which the sort then
     leaves out too.
     """
-    slice_rows = slice_rows or SLICE_ROWS
+    slice_rows = slice_rows or environment().plan_slice_rows
     started = time.monotonic()
     con = con or sql.connect()
     diffed = [diffed_uris] if isinstance(diffed_uris, str) else list(diffed_uris)

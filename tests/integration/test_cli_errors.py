@@ -98,6 +98,14 @@ CASES: list[tuple[str, Callable[..., tuple[list[str], dict[str, str] | None]], i
      2, "no live generation yet"),
     ("diff without --out or --state", lambda t, inv, b: (
         ["diff", "--inventory", str(inv)], None), 2, "give either --out"),
+    # read when the run starts, not when the modules are imported (a traceback before main)
+    ("an environment variable not a number", lambda t, inv, b: (
+        ["run", "--inventory", str(inv), "--site-url", SITE, "--out", str(t / "o")],
+        {**os.environ, "SITEMAPS_PLAN_SLICE_ROWS": "many"}), 2, "is not a number"),
+    ("an environment variable of 0", lambda t, inv, b: (
+        ["run", "--inventory", str(inv), "--site-url", SITE, "--out", str(t / "o")],
+        {**os.environ, "SITEMAPS_PLAN_SLICE_ROWS": "0"}), 2,
+     "$SITEMAPS_PLAN_SLICE_ROWS = '0' must be at least 1"),
 ]
 
 

@@ -24,7 +24,6 @@ from pipeline.config import Limits
 from pipeline.demo import make_inventory
 from pipeline.diff import (
     DIFF_BUILD_ROW_BYTES,
-    DIFF_PARTITION_ROWS,
     MAX_AUTO_DIFF_PARTITIONS,
     combine,
     diff,
@@ -47,6 +46,7 @@ from pipeline.notify import FEED_KEY, generation_changed_urls
 from pipeline.parquet import register_parquet
 from pipeline.publish import read_live
 from pipeline.run import RunOptions, run
+from pipeline.settings import environment
 from pipeline.steps import begin, diff_combine_step, diff_partition_step, load_step
 from tests.output_check import read_output, state_file
 
@@ -285,7 +285,8 @@ def test_automatic_partitions_and_bad_counts(tmp_path: Path) -> None:
     # automatic: as many snapshot rows per partition as DuckDB's memory holds in the join's
     # hash table, at most MAX_AUTO_DIFF_PARTITIONS; one on a first run
     n = sql.parse_bytes(sql.duckdb_memory_limit()) // DIFF_BUILD_ROW_BYTES
-    assert DIFF_PARTITION_ROWS == 0  # the suite runs without SITEMAPS_DIFF_PARTITION_ROWS
+    # the suite runs without SITEMAPS_DIFF_PARTITION_ROWS
+    assert environment().diff_partition_rows == 0
     assert partitions_for(0) == partitions_for(1) == partitions_for(n) == 1
     assert partitions_for(n + 1) == 2 and partitions_for(100 * n) == MAX_AUTO_DIFF_PARTITIONS
     assert partitions_for(100 * n, first_run=True) == 1

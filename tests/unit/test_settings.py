@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import pytest
 
@@ -92,6 +93,22 @@ def test_environment_is_read_when_asked(monkeypatch: pytest.MonkeyPatch) -> None
     assert (env.plan_slice_rows, env.s3_connect_timeout, env.temp_dir) == (1000, 1.5, None)
     monkeypatch.setenv("SITEMAPS_S3_ATTEMPTS", "five")
     with pytest.raises(ConfigError, match="SITEMAPS_S3_ATTEMPTS"):
+        environment()
+
+
+@pytest.mark.parametrize(("name", "value", "message"), [
+    ("SITEMAPS_PLAN_SLICE_ROWS", "0", "must be at least 1"),
+    ("SITEMAPS_PLAN_SLICE_ROWS", "-5", "must be at least 1"),
+    ("SITEMAPS_S3_ATTEMPTS", "0", "must be at least 1"),
+    ("SITEMAPS_S3_CONNECT_TIMEOUT", "0", "must be at least 0.001"),
+    ("SITEMAPS_GZIP_LEVEL", "-1", "must be at least 0"),
+    ("SITEMAPS_DIFF_PARTITION_ROWS", "-1", r"must be at least 0 \(0: automatic\)"),
+])
+def test_environment_refuses_a_number_out_of_range(monkeypatch: pytest.MonkeyPatch, name: str,
+                                                   value: str, message: str) -> None:
+    """A 0 where a count is needed failed deep in a run (plan: a division by zero)."""
+    monkeypatch.setenv(name, value)
+    with pytest.raises(ConfigError, match=f"\\${name} = '{re.escape(value)}' {message}"):
         environment()
 
 
