@@ -427,9 +427,10 @@ def environment() -> Environment:
             raise ConfigError(f"${Environment.variable(f.name)} = {raw!r} is not a number") \
                 from None
         least = _ENVIRONMENT_MINIMUMS.get(f.name)
-        if least is not None and values[f.name] < least:
+        if least is not None and not values[f.name] >= least:  # NaN too
             raise ConfigError(f"${Environment.variable(f.name)} = {raw!r} must be at least "
-                              f"{least:g}" + (" (0: automatic)" if least == 0 else ""))
+                              f"{least:g}" + (" (0: automatic)" if f.name.endswith("_rows")
+                                              and least == 0 else ""))
     return Environment(**values)
 
 

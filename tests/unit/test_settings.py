@@ -101,7 +101,8 @@ def test_environment_is_read_when_asked(monkeypatch: pytest.MonkeyPatch) -> None
     ("SITEMAPS_PLAN_SLICE_ROWS", "-5", "must be at least 1"),
     ("SITEMAPS_S3_ATTEMPTS", "0", "must be at least 1"),
     ("SITEMAPS_S3_CONNECT_TIMEOUT", "0", "must be at least 0.001"),
-    ("SITEMAPS_GZIP_LEVEL", "-1", "must be at least 0"),
+    ("SITEMAPS_GZIP_LEVEL", "-1", "must be at least 0$"),
+    ("SITEMAPS_S3_CONNECT_TIMEOUT", "nan", "must be at least 0.001"),
     ("SITEMAPS_DIFF_PARTITION_ROWS", "-1", r"must be at least 0 \(0: automatic\)"),
 ])
 def test_environment_refuses_a_number_out_of_range(monkeypatch: pytest.MonkeyPatch, name: str,
