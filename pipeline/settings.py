@@ -381,29 +381,23 @@ class Environment:
     duckdb_memory: str | None = None
     #: SITEMAPS_TEMP_DIR: where DuckDB spills (default: <temp dir>/sitemaps-duckdb).
     temp_dir: str | None = None
+    # A numeric variable's `minimum` is checked when it is read (`environment`), as its
+    # command-line flag's is: a 0 or a negative number would fail deep inside a run.
     #: SITEMAPS_S3_ATTEMPTS: attempts of an S3 request (botocore's standard retry mode).
-    s3_attempts: int = 5
+    s3_attempts: int = dataclasses.field(default=5, metadata={"minimum": 1})
     #: SITEMAPS_S3_CONNECT_TIMEOUT: seconds to connect to S3.
-    s3_connect_timeout: float = 5.0
-    #: SITEMAPS_GZIP_LEVEL: the sitemaps' gzip level (isal: at most 3).
-    gzip_level: int = 1
+    s3_connect_timeout: float = dataclasses.field(default=5.0, metadata={"minimum": 0.001})
+    #: SITEMAPS_GZIP_LEVEL: the sitemaps' gzip level (isal: at most 3; a higher one is 3).
+    gzip_level: int = dataclasses.field(default=1, metadata={"minimum": 0})
     #: SITEMAPS_PLAN_SLICE_ROWS: rows planned at a time when the run does not say.
-    plan_slice_rows: int = 4_000_000
+    plan_slice_rows: int = dataclasses.field(default=4_000_000, metadata={"minimum": 1})
     #: SITEMAPS_DIFF_PARTITION_ROWS: valid rows per diff partition (0: automatic).
-    diff_partition_rows: int = 0
+    diff_partition_rows: int = dataclasses.field(
+        default=0, metadata={"minimum": 0, "zero": "automatic"})
 
     @staticmethod
     def variable(name: str) -> str:
         return "SITEMAPS_" + name.upper()
-
-
-#: The least value of each numeric SITEMAPS_* variable (gzip: ISA-L's levels are 0..3, and
-#: a higher one is taken as 3), so that a 0 or a negative number is refused when read, as
-#: its command-line flag is, instead of failing deep inside a run.
-_ENVIRONMENT_MINIMUMS: dict[str, float] = {
-    "s3_attempts": 1, "s3_connect_timeout": 0.001, "gzip_level": 0, "plan_slice_rows": 1,
-    "diff_partition_rows": 0,
-}
 
 
 @functools.cache
@@ -426,11 +420,11 @@ def environment() -> Environment:
         except ValueError:
             raise ConfigError(f"${Environment.variable(f.name)} = {raw!r} is not a number") \
                 from None
-        least = _ENVIRONMENT_MINIMUMS.get(f.name)
+        least = f.metadata.get("minimum")
         if least is not None and not values[f.name] >= least:  # NaN too
+            zero = f" (0: {f.metadata['zero']})" if "zero" in f.metadata else ""
             raise ConfigError(f"${Environment.variable(f.name)} = {raw!r} must be at least "
-                              f"{least:g}" + (" (0: automatic)" if f.name.endswith("_rows")
-                                              and least == 0 else ""))
+                              f"{least:g}{zero}")
     return Environment(**values)
 
 

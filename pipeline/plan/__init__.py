@@ -66,16 +66,17 @@ def plan(diffed_uris: str | Sequence[str], snapshot_uri: str | None, work_uri: s
          limits: Limits, *, output_format: str = "xml",
          con: duckdb.DuckDBPyConnection | None = None, slice_rows: int | None = None,
          reuse_keys: frozenset[str] = frozenset(),
-         view: DiffedView | None = None, run_time: str | None = None) -> PlanResult:
+         view: DiffedView | None = None, run_time: str | None = None,
+         ext_empty: bool = False) -> PlanResult:
     """Assign every row a shard: prepare, every slice one after the other, combine.
-    `view`: a first run's diffed rows not written (the diff's result's `view`); `run_time`:
-    the run's time (ISO 8601), see prepare."""
+    `view`: a first run's diffed rows not written (the diff's result's `view`); `run_time`
+    and `ext_empty`: see prepare."""
     if output_format not in FORMATS:
         raise ConfigError(f"--format must be one of {', '.join(FORMATS)}, not {output_format!r}")
     con = con or sql.connect()
     slices = prepare(diffed_uris, snapshot_uri, work_uri, con=con, slice_rows=slice_rows,
                      keeps_shards=bool(reuse_keys), output_format=output_format, view=view,
-                     run_time=run_time)
+                     run_time=run_time, ext_empty=ext_empty)
     for index in range(len(slices)):
         plan_slice(work_uri, index, limits, output_format=output_format, con=con,
                    reuse_keys=reuse_keys)
