@@ -68,6 +68,10 @@ LOG_FILE = "weed.log"
 CONFIG_FILE = "s3-identities.json"
 DATA_DIR = "data"
 
+# weed's volume server turns read-only below 1% free disk by default: 2.5 GiB of a 252 GiB
+# shared disk, and then no bucket can take a single object. A throwaway server needs far less.
+MIN_FREE_SPACE_MIB = 256
+
 
 class SeaweedFSError(RuntimeError):
     """The local SeaweedFS server could not be found, started or stopped."""
@@ -240,8 +244,10 @@ class SeaweedFS:
         secret_key: str = DEFAULT_SECRET_KEY,
         *,
         weed: str | None = None,
+        min_free_space_mib: int = MIN_FREE_SPACE_MIB,
     ) -> None:
         self.workdir = pathlib.Path(workdir).resolve()
+        self.min_free_space_mib = min_free_space_mib
         self._requested_s3_port = s3_port
         self._access_key = access_key
         self._secret_key = secret_key
@@ -366,6 +372,7 @@ class SeaweedFS:
             # free disk / volume size, which on a small disk leaves too few volumes for one
             # collection (= bucket) per test.
             "-volume.max=1000",
+            f"-volume.minFreeSpace={self.min_free_space_mib}MiB",
             "-volume.preStopSeconds=0",
             "-filer",
             f"-filer.port={p['filer']}",
@@ -418,6 +425,7 @@ class SeaweedFS:
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self._weed = self._weed or find_weed()
+        self._check_free_space()
         previous = _read_state(self.workdir).get("ports") if detach else None
         self._write_identities()
         attempts = 3
@@ -438,6 +446,18 @@ class SeaweedFS:
         if detach:
             self.pid_path.write_text(f"{self._pid}\n")
             _write_state(self.workdir, self._state())
+
+    def _free_space_mib(self) -> int:
+        return shutil.disk_usage(self.data_dir).free // 2**20
+
+    def _check_free_space(self) -> None:
+        """Refuse to start where weed would come up read-only and every write would hang."""
+        free = self._free_space_mib()
+        if free < self.min_free_space_mib:
+            raise SeaweedFSError(
+                f"only {free} MiB free on the disk of {self.data_dir}; SeaweedFS accepts no "
+                f"writes below {self.min_free_space_mib} MiB free. Free some space and retry."
+            )
 
     def _spawn_and_wait(self, t0: float, timeout: float, detach: bool) -> None:
         cmd = self.command()
@@ -529,7 +549,8 @@ class SeaweedFS:
             if time.monotonic() >= deadline:
                 raise SeaweedFSError(
                     f"SeaweedFS did not become ready within {timeout:.0f}s "
-                    f"(stuck at: {stage}; last error: {last_error!r}); "
+                    f"(stuck at: {stage}; last error: {last_error!r}; "
+                    f"{self._free_space_mib()} MiB free on its disk); "
                     f"log {self.log_path}:\n{_tail(self.log_path, self._log_offset)}"
                 )
             time.sleep(0.2)

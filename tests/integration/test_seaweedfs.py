@@ -17,6 +17,7 @@ import gzip
 import hashlib
 import os
 import pathlib
+import shutil
 import socket
 import threading
 from typing import TYPE_CHECKING, Any
@@ -418,3 +419,21 @@ def test_start_failure_reports_the_log(seaweedfs: SeaweedFS, tmp_path: pathlib.P
     with pytest.raises(RuntimeError, match="simulated weed failure"):
         server.start(timeout=10)
     assert not server.is_running()
+
+
+def test_start_refuses_a_disk_below_the_free_space_floor(
+    seaweedfs: SeaweedFS, tmp_path: pathlib.Path
+) -> None:
+    # Below its floor weed starts but takes no write, and a readiness probe would hang for
+    # its whole timeout ("no volume server capacity registered yet"): refuse at once instead.
+    free_mib = shutil.disk_usage(tmp_path).free // 2**20
+    server = type(seaweedfs)(tmp_path / "full", min_free_space_mib=free_mib + 1024)
+    with pytest.raises(RuntimeError, match=rf"only \d+ MiB free .* below {free_mib + 1024} MiB"):
+        server.start(timeout=60)
+    assert server.pid is None and not server.is_running()
+
+
+def test_the_free_space_floor_is_what_weed_is_told(seaweedfs: SeaweedFS) -> None:
+    # the server the suite uses came up with the floor it checked, not weed's 1 % default
+    assert f"-volume.minFreeSpace={seaweedfs.min_free_space_mib}MiB" in seaweedfs.command()
+    assert seaweedfs.min_free_space_mib < shutil.disk_usage(seaweedfs.data_dir).free // 2**20
