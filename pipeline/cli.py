@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline import settings
-from pipeline.errors import PipelineError, StorageError
+from pipeline.errors import OutOfSpace, PipelineError, StorageError, out_of_space
 from pipeline.layout import GENERATIONS_FOLDER, SNAPSHOT_KEY, default_state
 from pipeline.progress import Progress
 from pipeline.settings import RunOptions
@@ -29,7 +29,7 @@ exit codes:
   1    status, gc: no generation at --out; status: the root index disagrees with the
        manifest; validate: problems found; an unexpected error (--debug: its traceback)
   2    bad input or configuration: fix it, a retry will not help (rollback: a generation
-       not kept, or not intact)
+       not kept, or not intact); a full disk (the folder that filled is named)
   3    another generation was published since this run started (or another run holds
        the lease; rollback: published while rolling back)
   4    refused by the shrink guard (--allow-shrink to publish anyway)
@@ -409,6 +409,16 @@ def _configure_logging(args: argparse.Namespace, progress: Progress) -> None:
     logging.basicConfig(level=level, handlers=[handler])  # a no-op when embedded (pytest)
 
 
+def _spill_dir() -> str | None:
+    """DuckDB's spill folder, if the environment that names it is readable."""
+    from pipeline import sql
+
+    try:
+        return sql.spill_dir()
+    except PipelineError:
+        return None
+
+
 def describe_unexpected(exc: BaseException) -> tuple[int, str]:
     """The exit code and one line for an exception no stage turned into a PipelineError."""
     try:
@@ -419,6 +429,9 @@ def describe_unexpected(exc: BaseException) -> tuple[int, str]:
         from pipeline.preflight import NO_CREDENTIALS
 
         return StorageError.exit_code, NO_CREDENTIALS.format(uri="s3://")
+    full = out_of_space(exc, _spill_dir())
+    if full is not None:
+        return OutOfSpace.exit_code, str(full)
     if isinstance(exc, OSError) and exc.strerror:
         where = f": {exc.filename}" if exc.filename else ""
         return 2, f"{exc.strerror}{where}"

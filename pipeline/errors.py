@@ -5,6 +5,13 @@ that says what to fix; a TransientError (throttling, network) is worth a
 retry. The CLI maps each class to its own exit code, the DAGs to retries.
 """
 
+from __future__ import annotations
+
+import errno
+import os
+import re
+import shutil
+
 
 class PipelineError(Exception):
     """Base of every error the pipeline raises on purpose."""
@@ -73,3 +80,56 @@ class InternalError(TerminalError, RuntimeError):
 
     def __init__(self, message: str) -> None:
         super().__init__(f"internal error (a bug in sitemap-pipeline, please report it): {message}")
+
+
+class OutOfSpace(TerminalError):
+    """A local disk the run writes to is full: its work folder, output or DuckDB's spill
+    folder. Someone must free space or point the run elsewhere; the same run would fill it
+    again."""
+
+
+#: The errnos of a full disk (or a full quota).
+NO_SPACE_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
+#: How DuckDB says a write found the disk full, and that its spill folder reached the size it
+#: may take (by default 90% of the free space it found there).
+_NO_SPACE_WORDS = ("no space left on device", "disk quota exceeded")
+_SPILL_FULL_WORDS = ("failed to offload data block",)
+_QUOTED_FILE = re.compile(r'(?:file|directory) \\?"([^"\\]+)\\?"', re.IGNORECASE)
+
+
+def out_of_space(exc: BaseException, spill_dir: str | None = None) -> OutOfSpace | None:
+    """`exc` as an OutOfSpace naming the full folder and its free space, or None if it is
+    another failure. `spill_dir`: DuckDB's temp directory, which a full spill names nowhere."""
+    text = str(exc)
+    # DuckDB's own errors say it in words (an IOException, an OutOfMemoryException)
+    lowered = text.lower() if type(exc).__module__.lstrip("_").startswith("duckdb") else ""
+    path: str | None = None
+    if isinstance(exc, OSError) and exc.errno in NO_SPACE_ERRNOS:
+        path = os.fsdecode(exc.filename) if exc.filename else None
+    elif any(w in lowered for w in _NO_SPACE_WORDS):
+        found = _QUOTED_FILE.search(text)
+        path = found.group(1) if found else None
+    elif any(w in lowered for w in _SPILL_FULL_WORDS):
+        where = f"DuckDB's spill folder {spill_dir}" if spill_dir else "DuckDB's spill folder"
+        return OutOfSpace(
+            f"{where} is full{_free_space(spill_dir)}: the query needed more than its memory "
+            "limit and the disk holds. Free space there, set SITEMAPS_TEMP_DIR to a folder on "
+            "a larger disk, or raise SITEMAPS_MEMORY")
+    else:
+        return None
+    where = f"the disk of {path}" if path else "a disk the run writes to"
+    return OutOfSpace(
+        f"no space left on {where}{_free_space(path)}. Free space there, or give the run a "
+        "folder on a larger disk (--work, --out, SITEMAPS_TEMP_DIR)")
+
+
+def _free_space(path: str | None) -> str:
+    """' (N MiB free)' for the nearest folder of `path` that exists; '' without one."""
+    while path:
+        try:
+            usage = shutil.disk_usage(path)
+            return f" ({usage.free // 2**20:,} MiB free of {usage.total // 2**20:,} MiB)"
+        except OSError:
+            parent = os.path.dirname(path.rstrip("/"))
+            path = parent if parent != path else None
+    return ""

@@ -34,7 +34,7 @@ import pyarrow as pa
 
 from pipeline import sql, storage
 from pipeline.diffed import BUCKET, DIFFED_BUCKETS
-from pipeline.errors import InternalError, InventoryError
+from pipeline.errors import InternalError, InventoryError, out_of_space
 from pipeline.extensions import extension_columns
 from pipeline.layout import (
     DIFF_PARTITION_COLUMN,
@@ -367,7 +367,8 @@ def load(inventory: str, site_url: str, work_uri: str, *, section_depth: int = 1
             not_reciprocal = (int(sql.scalar(con, sql.load_sql("alternates_not_reciprocal")))
                               if "alternates" in types else 0)
         except duckdb.Error as exc:
-            raise InventoryError(
+            # a full disk under the work folder or the spill is not the inventory's fault
+            raise out_of_space(exc, sql.spill_dir()) or InventoryError(
                 f"cannot read the inventory {inventory!r}: {_one_line(exc)}") from exc
 
     # No rows is not an error here: the shrink guard refuses to publish an empty generation.

@@ -164,10 +164,12 @@ def use_s3_connection(site: SiteConfig) -> None:
 
 @contextlib.contextmanager
 def step(site: SiteConfig) -> Iterator[None]:
-    """Around every step: S3 from the connection; a TerminalError fails without retries."""
+    """Around every step: S3 from the connection; a TerminalError (a full disk too) fails
+    without retries."""
     from airflow.sdk.exceptions import AirflowFailException
 
-    from pipeline.errors import TerminalError
+    from pipeline import sql
+    from pipeline.errors import TerminalError, out_of_space
 
     use_s3_connection(site)
     try:
@@ -175,6 +177,13 @@ def step(site: SiteConfig) -> Iterator[None]:
     except TerminalError as exc:
         log.error("%s: %s", type(exc).__name__, exc)
         raise AirflowFailException(str(exc)) from exc
+    except Exception as exc:
+        full = out_of_space(exc, sql.spill_dir())
+        if full is None:
+            raise
+        # a full disk: the task log says which folder; a retry fills it again
+        log.error("%s: %s", type(full).__name__, full)
+        raise AirflowFailException(str(full)) from exc
 
 
 def params() -> dict[str, Any]:

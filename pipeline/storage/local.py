@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
-from pipeline.errors import PublishConflict
+from pipeline.errors import NO_SPACE_ERRNOS, PublishConflict
 from pipeline.layout import LOCK_NAME, TEMP_PREFIX
 from pipeline.storage.base import ObjectInfo, Storage
 
@@ -34,6 +34,17 @@ def _fsync_dir(path: Path) -> None:
 
 
 @contextlib.contextmanager
+def naming_full_disk(path: Path) -> Iterator[None]:
+    """A full disk met by a write to an open file names no file: name `path`."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.errno in NO_SPACE_ERRNOS and not exc.filename:
+            raise OSError(exc.errno, exc.strerror, str(path)) from exc
+        raise
+
+
+@contextlib.contextmanager
 def atomic_write(target: Path, *, mode: int | None = None) -> Iterator[IO[bytes]]:
     """A file to write `target` through, replacing it in one step when the block ends well.
 
@@ -44,18 +55,19 @@ def atomic_write(target: Path, *, mode: int | None = None) -> Iterator[IO[bytes]
     """
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=TEMP_PREFIX, dir=target.parent)
-    try:
-        os.fchmod(fd, 0o666 & ~_UMASK if mode is None else mode)
-        with os.fdopen(fd, "wb") as f:
-            yield f
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, target)
-        _fsync_dir(target.parent)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
+    with naming_full_disk(target):
+        try:
+            os.fchmod(fd, 0o666 & ~_UMASK if mode is None else mode)
+            with os.fdopen(fd, "wb") as f:
+                yield f
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, target)
+            _fsync_dir(target.parent)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+            raise
 
 
 class LocalStorage(Storage):
@@ -171,7 +183,8 @@ class LocalStorage(Storage):
     def local_output(self, key: str) -> Iterator[Path]:
         path = self._p(key)
         path.parent.mkdir(parents=True, exist_ok=True)
-        yield path
+        with naming_full_disk(path):
+            yield path
 
     def upload_file(self, path: Path, key: str, *, cache_control: str | None = None) -> None:
         target = self._p(key)

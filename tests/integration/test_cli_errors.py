@@ -242,3 +242,37 @@ def test_a_terminal_gets_one_line_per_step_and_errors_once(tmp_path: Path,
     assert [ln for ln in lines if "error" in ln.lower()] == [
         ln for ln in lines if ln.startswith("error: ") and "not a Parquet file" in ln], lines
     assert len([ln for ln in lines if "error" in ln.lower()]) == 1, lines
+
+
+def _on_a_small_disk(folder: Path, size: str, *args: str,
+                     env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """`sitemaps ARGS` with a tmpfs of `size` mounted at `folder`, in a mount namespace of
+    its own (unshare, as root): a real full disk that nothing else on the machine sees."""
+    if subprocess.run(["unshare", "--mount", "true"], capture_output=True).returncode:
+        if os.environ.get("CI"):
+            pytest.fail("unshare --mount is not permitted here")
+        pytest.skip("unshare --mount is not permitted here (run as root)")
+    mount_and_run = 'mkdir -p "$1" && mount -t tmpfs -o size="$2" tmpfs "$1" && shift 2 && exec "$@"'
+    cmd = ["unshare", "--mount", "sh", "-c", mount_and_run, "sh", str(folder), size,
+           sys.executable, "-m", "pipeline.cli", "-q", *args]
+    return subprocess.run(cmd, cwd=ROOT, env=env or dict(os.environ), capture_output=True,
+                          text=True, timeout=300)
+
+
+@pytest.mark.parametrize("full", ["work", "out"])
+def test_a_full_disk_names_its_folder_not_the_inventory(full: str, tmp_path: Path) -> None:
+    # the work folder fills while load writes the rows; the output while state is written
+    big = make_inventory(tmp_path / "big.parquet", 20_000, site=SITE)
+    small = tmp_path / "small"
+    folders = {"work": tmp_path / "work", "out": tmp_path / "out", full: small / full}
+    proc = _on_a_small_disk(small, "1m", "run", "--inventory", str(big), "--site-url", SITE,
+                            "--work", str(folders["work"]), "--out", str(folders["out"]))
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert re.fullmatch(
+        rf"error: no space left on the disk of {re.escape(str(small / full))}/\S+ "
+        r"\(\d+ MiB free of 1 MiB\)\. Free space there, or give the run a folder on a larger "
+        r"disk \(--work, --out, SITEMAPS_TEMP_DIR\)", lines[0]), lines[0]
+    if full == "work":  # (a full output's tmpfs is gone with its namespace)
+        assert not (folders["out"] / "manifest.json").exists()  # nothing was published
