@@ -24,7 +24,20 @@ CREATE OR REPLACE MACRO w3c_time(t) AS
 CREATE OR REPLACE MACRO utc_second(t) AS
     to_timestamp((epoch_us(t::TIMESTAMPTZ)
         - ((epoch_us(t::TIMESTAMPTZ) % 1000000) + 1000000) % 1000000) // 1000000);
-CREATE OR REPLACE MACRO priority_text(p) AS rtrim(rtrim(printf('%.3f', p), '0'), '.');
+-- priority_text: p to the thousandth, without trailing zeros. printf costs 240 ns a value
+-- (10M rows that all have a priority: 2.4 s of CPU in render); the tenths, by far the
+-- commonest priorities, are looked up first (0.2 s). A tenth here is the double that its
+-- literal is, exactly; anything else, 0 included (-0.0 prints '-0'), is printed.
+CREATE OR REPLACE MACRO priority_printed(p) AS rtrim(rtrim(printf('%.3f', p), '0'), '.');
+CREATE OR REPLACE MACRO priority_text(p) AS
+    CASE
+        WHEN p IS NULL THEN NULL
+        WHEN p = 0.5 THEN '0.5' WHEN p = 1.0 THEN '1' WHEN p = 0.8 THEN '0.8'
+        WHEN p = 0.6 THEN '0.6' WHEN p = 0.7 THEN '0.7' WHEN p = 0.9 THEN '0.9'
+        WHEN p = 0.4 THEN '0.4' WHEN p = 0.3 THEN '0.3' WHEN p = 0.2 THEN '0.2'
+        WHEN p = 0.1 THEN '0.1'
+        ELSE priority_printed(p)
+    END;
 -- One concat of every piece (concat skips NULLs; a piece that is absent is NULL, its tags
 -- with it): a chain of || copied the growing line once per piece, 30% more CPU.
 CREATE OR REPLACE MACRO url_line(url, lastmod, changefreq, priority, ext) AS

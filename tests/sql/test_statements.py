@@ -242,20 +242,29 @@ def test_url_line_bytes_is_the_rendered_length(con: duckdb.DuckDBPyConnection) -
 
 
 def test_priority_bytes_is_the_printed_length(con: duckdb.DuckDBPyConnection) -> None:
-    """priority_bytes counts what priority_text prints, without printing: every thousandth,
-    the halves between them and values a rounding error off them, -0.0, and random ones."""
+    """priority_bytes counts what priority_text prints, without printing, and priority_text's
+    shortcut for the tenths prints what printf does: every thousandth, the halves between
+    them and values a rounding error off them, -0.0, and random ones."""
     con.execute(sql.load_sql("url_line"))
     thousandths = np.arange(1001) / 1000
     halves = np.arange(1000) / 1000 + 0.0005
     rng = np.random.default_rng(7)
     values = np.concatenate([
         thousandths, halves, np.nextafter(halves, 0), np.nextafter(halves, 1),
-        np.arange(11) / 10, [0.0, -0.0, 1e-300, 0.0004999999, 0.9995, 0.99949999],
+        np.arange(11) / 10, np.nextafter(np.arange(11) / 10, 0), np.nextafter(np.arange(11) / 10, 1),
+        [0.0, -0.0, 1e-300, 0.0004999999, 0.9995, 0.99949999, np.nan],
         rng.random(200_000)])
     con.register("priorities", pa.table({"p": values}))
     wrong = con.sql("SELECT p, priority_text(p), priority_bytes(p) FROM priorities "
                     "WHERE priority_bytes(p) <> strlen(priority_text(p))").fetchall()
     assert wrong == []
+    # the tenths' shortcut prints what printf does, for every value (NULL included)
+    differ = con.sql("SELECT p, priority_text(p), priority_printed(p) FROM priorities "
+                     "WHERE priority_text(p) IS DISTINCT FROM priority_printed(p)").fetchall()
+    assert differ == []
+    assert con.sql("SELECT list(priority_text(p) ORDER BY p) FROM (SELECT unnest(range(11)) / 10 "
+                   "AS p)").fetchall() == [(["0", "0.1", "0.2", "0.3", "0.4", "0.5", "0.6", "0.7",
+                                             "0.8", "0.9", "1"],)]
     assert con.sql("SELECT priority_text(-0.0::DOUBLE), priority_bytes(-0.0::DOUBLE), "
                    "priority_bytes(0.25), priority_bytes(0.1), priority_bytes(1.0), "
                    "priority_bytes(NULL::DOUBLE)").fetchall() == [("-0", 2, 4, 3, 1, None)]
