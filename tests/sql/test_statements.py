@@ -450,22 +450,30 @@ def test_previous_shard_bounds(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def test_rejected_rows_and_field_issues(con: duckdb.DuckDBPyConnection) -> None:
-    con.register("classified", pa.table({
-        "row_id": [1, 2, 3, 4],
-        "reason": [None, "off_site", None, "empty"],
-        "url": ["https://e.com/a", "https://o.org/x", "https://e.com/b", None],
-        "original_url": [None, "  HTTPS://o.org/x ", None, "   "],
-        "lastmod": pa.array([T, EARLIER, None, None], pa.timestamp("us", tz="UTC")),
-        "changefreq": ["daily", "weekly", None, None], "priority": [0.5, 0.3, None, None],
-        "lastmod_raw_invalid": [True, True, False, False],
-        "changefreq_invalid": [False, False, True, True],
-        "priority_invalid": [False, False, True, False],
-        "images_dropped": [3, 9, None, None], "videos_dropped": [None, None, 1, None],
-        "alternates_dropped": [0, 0, 2, 0], "deprecated_tags": [4, 7, 1, 0]}))
+    # Row 5 repeats row 1's URL: dedupe_rows found it (duplicate_rows), classified says so.
+    con.register("normalized", pa.table({
+        "row_id": [1, 2, 3, 4, 5],
+        "reason": [None, "off_site", None, "empty", None],
+        "url": ["https://e.com/a", "https://o.org/x", "https://e.com/b", None, "https://e.com/a"],
+        "original_url": [None, "  HTTPS://o.org/x ", None, "   ", "https://E.com/a"],
+        "lastmod": pa.array([T, EARLIER, None, None, EARLIER], pa.timestamp("us", tz="UTC")),
+        "changefreq": ["daily", "weekly", None, None, "never"],
+        "priority": [0.5, 0.3, None, None, 0.1],
+        "lastmod_raw_invalid": [True, True, False, False, False],
+        "changefreq_invalid": [False, False, True, True, False],
+        "priority_invalid": [False, False, True, False, False],
+        "images_dropped": [3, 9, None, None, 1], "videos_dropped": [None, None, 1, None, None],
+        "alternates_dropped": [0, 0, 2, 0, 0], "deprecated_tags": [4, 7, 1, 0, 0]}))
+    con.register("duplicate_rows", pa.table({"row_id": [5]}))
+    con.execute(sql.load_sql("classified_rows"))
     assert con.sql(f"SELECT * FROM ({sql.load_sql('rejected_rows').rstrip().rstrip(';')}) "
                    "ORDER BY row_id").fetchall() == [
         (2, "off_site", "  HTTPS://o.org/x ", EARLIER, "weekly", 0.3),
-        (4, "empty", "   ", None, None, None)]
+        (4, "empty", "   ", None, None, None),
+        (5, "duplicate", "https://E.com/a", EARLIER, "never", 0.1)]
+    # the reasons rejected_rows gives are classified's, row for row
+    assert con.sql(f"SELECT row_id, reason FROM ({sql.load_sql('rejected_rows').rstrip()[:-1]}) "
+                   "EXCEPT SELECT row_id, reason FROM classified").fetchall() == []
     # Rows per reason (NULL: the published rows); a rejected row's fields are not "dropped",
     # load reads the dropped fields of the NULL reason only.
     got = {r[0]: r[1:] for r in con.sql(sql.load_sql("field_issues")).fetchall()}
@@ -473,6 +481,7 @@ def test_rejected_rows_and_field_issues(con: duckdb.DuckDBPyConnection) -> None:
         # reason: rows, lastmod_given, lastmod_invalid, changefreq_invalid, priority_invalid,
         # images_dropped, videos_dropped, alternates_without_self, deprecated_tags
         None: (2, 1, 1, 1, 1, 3, 1, 2, 5),
+        "duplicate": (1, 1, 0, 0, 0, 1, 0, 0, 0),
         "empty": (1, 0, 0, 1, 0, 0, 0, 0, 0),
         "off_site": (1, 1, 1, 0, 0, 9, 0, 0, 7)}
 
