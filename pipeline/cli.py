@@ -409,16 +409,6 @@ def _configure_logging(args: argparse.Namespace, progress: Progress) -> None:
     logging.basicConfig(level=level, handlers=[handler])  # a no-op when embedded (pytest)
 
 
-def _spill_dir() -> str | None:
-    """DuckDB's spill folder, if the environment that names it is readable."""
-    from pipeline import sql
-
-    try:
-        return sql.spill_dir()
-    except PipelineError:
-        return None
-
-
 def describe_unexpected(exc: BaseException) -> tuple[int, str]:
     """The exit code and one line for an exception no stage turned into a PipelineError."""
     try:
@@ -429,7 +419,9 @@ def describe_unexpected(exc: BaseException) -> tuple[int, str]:
         from pipeline.preflight import NO_CREDENTIALS
 
         return StorageError.exit_code, NO_CREDENTIALS.format(uri="s3://")
-    full = out_of_space(exc, _spill_dir())
+    from pipeline import sql
+
+    full = out_of_space(exc, sql.spill_dir_for_errors())
     if full is not None:
         return OutOfSpace.exit_code, str(full)
     if isinstance(exc, OSError) and exc.strerror:

@@ -178,7 +178,7 @@ def step(site: SiteConfig) -> Iterator[None]:
         log.error("%s: %s", type(exc).__name__, exc)
         raise AirflowFailException(str(exc)) from exc
     except Exception as exc:
-        full = out_of_space(exc, sql.spill_dir())
+        full = out_of_space(exc, sql.spill_dir_for_errors())
         if full is None:
             raise
         # a full disk: the task log says which folder; a retry fills it again

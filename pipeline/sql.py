@@ -19,7 +19,7 @@ from typing import Any
 
 import duckdb
 
-from pipeline.errors import ConfigError
+from pipeline.errors import ConfigError, PipelineError
 from pipeline.settings import environment
 
 #: Beside the package in a checkout (editable install), else where a wheel puts it.
@@ -58,6 +58,15 @@ def duckdb_memory_limit() -> str:
 def spill_dir() -> str:
     """Where DuckDB spills past its memory limit (SITEMAPS_TEMP_DIR, default the temp dir)."""
     return environment().temp_dir or os.path.join(tempfile.gettempdir(), "sitemaps-duckdb")
+
+
+def spill_dir_for_errors() -> str | None:
+    """spill_dir(), or None where the environment naming it is unreadable: for an error's
+    words, which must not fail on it."""
+    try:
+        return spill_dir()
+    except PipelineError:
+        return None
 
 
 @functools.cache

@@ -197,6 +197,25 @@ for cls in subclasses(errors.TerminalError) + subclasses(errors.TransientError):
         result[cls.__name__] = "fails, no retry"
     except errors.PipelineError:
         result[cls.__name__] = "raised (retried)"
+
+# A full disk, as the libraries raise it: no retry either; another OSError is retried.
+import duckdb, errno
+
+def raise_oserror(code):
+    raise OSError(code, os.strerror(code), "/work/x.parquet")
+
+for name, fail in (
+        ("DuckDB writing to a full disk", lambda: duckdb.connect().execute(
+            "COPY (SELECT 1 AS x) TO '/dev/full' (FORMAT parquet)")),
+        ("ENOSPC", lambda: raise_oserror(errno.ENOSPC)),
+        ("ENOENT", lambda: raise_oserror(errno.ENOENT))):
+    try:
+        with sitemaps_dag.step(site):
+            fail()
+    except AirflowFailException as exc:
+        result[name] = "fails, no retry: " + str(exc).split(" (")[0]
+    except Exception:
+        result[name] = "raised (retried)"
 print("STEP:" + json.dumps(result))
 """
 
@@ -204,8 +223,9 @@ print("STEP:" + json.dumps(result))
 def test_every_terminal_error_fails_every_task_without_retries(
         tmp_path: Path, airflow_db: Path) -> None:
     """Each TerminalError class, raised inside `step()`, fails the task at once
-    (AirflowFailException: Airflow does not retry it); a TransientError is left to the
-    task's retries. And every task's body runs inside `with step(site):`."""
+    (AirflowFailException: Airflow does not retry it), and so does a full disk as DuckDB or
+    the OS reports it; a TransientError (or another OSError) is left to the task's retries.
+    And every task's body runs inside `with step(site):`."""
     import ast
 
     env = new_home(tmp_path, airflow_db, TWO_SITES)
@@ -219,8 +239,11 @@ def test_every_terminal_error_fails_every_task_without_retries(
         **{name: "fails, no retry" for name in (
             "TerminalError", "InventoryError", "ConfigError", "StorageError",
             "PublishConflict", "ShrinkRefused", "TooManyRejects", "LiveStateCorrupt",
-            "InternalError")},
-        "TransientError": "raised (retried)"}
+            "InternalError", "OutOfSpace")},
+        "TransientError": "raised (retried)",
+        "DuckDB writing to a full disk": "fails, no retry: no space left on the disk of /dev/full",
+        "ENOSPC": "fails, no retry: no space left on the disk of /work/x.parquet",
+        "ENOENT": "raised (retried)"}
 
     tree = ast.parse((DAGS_FOLDER / "sitemaps_dag.py").read_text())
     def is_task(d: ast.expr) -> bool:  # @task, @task(...), @task.short_circuit(...)
