@@ -124,7 +124,8 @@ def out_of_space(exc: BaseException, spill_dir: str | None = None) -> OutOfSpace
 
 
 def _free_space(path: str | None) -> str:
-    """' (N MiB free)' for the nearest folder of `path` that exists; '' without one."""
+    """' (N MiB free of M MiB)' for the disk of the nearest folder of `path` that exists;
+    '' without one."""
     while path:
         try:
             usage = shutil.disk_usage(path)

@@ -368,7 +368,7 @@ def load(inventory: str, site_url: str, work_uri: str, *, section_depth: int = 1
                               if "alternates" in types else 0)
         except duckdb.Error as exc:
             # a full disk under the work folder or the spill is not the inventory's fault
-            raise out_of_space(exc, sql.spill_dir()) or InventoryError(
+            raise out_of_space(exc, sql.spill_dir_for_errors()) or InventoryError(
                 f"cannot read the inventory {inventory!r}: {_one_line(exc)}") from exc
 
     # No rows is not an error here: the shrink guard refuses to publish an empty generation.
