@@ -243,7 +243,7 @@ def test_url_line_bytes_is_the_rendered_length(con: duckdb.DuckDBPyConnection) -
 
 def test_priority_bytes_is_the_printed_length(con: duckdb.DuckDBPyConnection) -> None:
     """priority_bytes counts what priority_text prints, without printing, and priority_text's
-    shortcut for the tenths prints what printf does: every thousandth, the halves between
+    shortcut for the tenths and 0 prints what printf does: every thousandth, the halves between
     them and values a rounding error off them, -0.0, and random ones."""
     con.execute(sql.load_sql("url_line"))
     thousandths = np.arange(1001) / 1000
