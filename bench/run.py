@@ -418,6 +418,20 @@ def markdown(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
         cells = [f"{st.get(k, 0):.1f} ({b * scale:.1f})" for k, b in BUDGET_10M.items()]
         lines.append(f"| {r['urls']:,} | " + " | ".join(cells) + f" | "
                      f"{r['pipeline']['wall_seconds']:.1f} ({20 * scale:.1f}) |")
+    lines += ["", "CPU seconds per stage (the pipeline process's user and system time, every "
+              "thread; on a shared machine it varies less than the wall time): each size's "
+              "first run, then each change's second run:", "",
+              "| URLs | run | begin | " + " | ".join(STAGES) + " | all (process) |",
+              "|---:|---|" + "---:|" * (len(STAGES) + 2)]
+    for r in results:
+        runs = [("first", r["pipeline"])] + [
+            (i["mutation"].get("change", "random"), i["run"])
+            for i in r.get("incrementals") or ([r["incremental"]] if r.get("incremental") else [])]
+        for label, m in runs:
+            cpu = m["summary"].get("stage_cpu_seconds", {})
+            cells = [f"{cpu[k]:.1f}" if k in cpu else "-" for k in ("begin", *STAGES)]
+            lines.append(f"| {r['urls']:,} | {label} | " + " | ".join(cells)
+                         + f" | {m['user_seconds'] + m['sys_seconds']:.1f} |")
     notes = [f"baseline at {r['urls']:,}: {r['baseline']['mode']}, "
              f"{r['baseline']['summary']['urls']:,} URLs written "
              f"(pipeline published {r['pipeline']['summary']['counts']['published']:,})"

@@ -6,9 +6,11 @@ publish the same files for the same inventory.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -35,7 +37,7 @@ def run(opts: RunOptions, progress: Progress = QUIET) -> dict[str, Any]:
     A run of the live generation's own input and options (pipeline.unchanged) runs no
     stage before notify: its summary says `unchanged`.
     """
-    started = time.monotonic()
+    started, started_cpu = time.monotonic(), time.process_time()
     # begin reads the live generation and, to know whether anything can change, every
     # inventory row once (pipeline.unchanged: about 15 s of CPU at 100M URLs): a line of its own.
     progress.step("begin")
@@ -44,6 +46,9 @@ def run(opts: RunOptions, progress: Progress = QUIET) -> dict[str, Any]:
                   + (": the inventory's rows and the options are the live generation's"
                      if ctx.unchanged else ""))
     seconds: dict[str, float] = {}
+    # Each stage's CPU (user and system, every thread of the process): on a shared machine
+    # it varies less from run to run than the wall time, so it shows smaller changes.
+    cpu = {"begin": round(time.process_time() - started_cpu, 3)}
     try:
         if ctx.unchanged:
             progress.step("publish")
@@ -52,13 +57,14 @@ def run(opts: RunOptions, progress: Progress = QUIET) -> dict[str, Any]:
             progress.done(f"generation {published.generation} unchanged, still live: the "
                           "inventory's rows and the options are its own")
         else:
-            published = _build(ctx, progress, seconds)
+            published = _build(ctx, progress, seconds, cpu)
         summary = published.to_dict()
         summary["unchanged"] = ctx.unchanged
         if steps.notifies(ctx):
             t = time.monotonic()
             progress.step("notify")
-            notified = steps.notify_step(ctx, published)
+            with _cpu_of("notify", cpu):
+                notified = steps.notify_step(ctx, published)
             log.info("%s", notified.summary())
             summary["notify"] = notified.to_dict()
             progress.done(_notify_line(summary["notify"]))
@@ -72,27 +78,43 @@ def run(opts: RunOptions, progress: Progress = QUIET) -> dict[str, Any]:
         steps.finish(ctx)
     summary["seconds"] = round(time.monotonic() - started, 3)
     summary["stage_seconds"] = seconds
+    summary["stage_cpu_seconds"] = cpu
     log.info("run: generation %s %s in %.1f s", summary["generation"],
              "published" if summary["published"] else "unchanged", summary["seconds"])
     return summary
 
 
-def _build(ctx: RunContext, progress: Progress, seconds: dict[str, float]) -> PublishSummary:
-    """load, diff, plan, render, publish; each stage's seconds go to `seconds`."""
-    loaded = steps.load_step(ctx, progress)
+@contextlib.contextmanager
+def _cpu_of(stage: str, cpu: dict[str, float]) -> Iterator[None]:
+    """Puts the process's CPU seconds within into `cpu[stage]`."""
+    started = time.process_time()
+    try:
+        yield
+    finally:
+        cpu[stage] = round(time.process_time() - started, 3)
+
+
+def _build(ctx: RunContext, progress: Progress, seconds: dict[str, float],
+           cpu: dict[str, float]) -> PublishSummary:
+    """load, diff, plan, render, publish; each stage's seconds go to `seconds`, its CPU
+    seconds to `cpu`."""
+    with _cpu_of("load", cpu):
+        loaded = steps.load_step(ctx, progress)
     log.info("%s", loaded.summary())
     seconds["load"] = loaded.seconds
     partitions = steps.diff_partitions(ctx)
     progress.step("diff against the live generation"
                   + (f" ({partitions} partitions)" if partitions > 1 else ""))
     t = time.monotonic()
-    diffed = steps.diff_step(ctx)  # the partitions one after the other, each join bounded
+    with _cpu_of("diff", cpu):
+        diffed = steps.diff_step(ctx)  # the partitions one after the other, each join bounded
     log.info("%s", diffed.summary())
     seconds["diff"] = round(time.monotonic() - t, 3)
     c = diffed.counts
     progress.done(f"{c['added']:,} added, {c['changed']:,} changed, {c['removed']:,} removed")
     progress.step("plan shards")
-    planned = steps.plan_step(ctx)
+    with _cpu_of("plan", cpu):
+        planned = steps.plan_step(ctx)
     log.info("%s", planned.summary())
     progress.done(f"{planned.shards:,} shards, {planned.to_render:,} to write")
     seconds["plan"] = planned.seconds
@@ -100,7 +122,7 @@ def _build(ctx: RunContext, progress: Progress, seconds: dict[str, float]) -> Pu
     progress.step("render")  # render shows its own line only when it has shards to write
     # The state (the snapshot above all) needs only the plan: it is stored on a thread of
     # its own while render writes the shards, as the DAG's state task runs beside render's.
-    with ThreadPoolExecutor(1, thread_name_prefix="state") as beside:
+    with _cpu_of("render", cpu), ThreadPoolExecutor(1, thread_name_prefix="state") as beside:
         stored = beside.submit(steps.state_step, ctx) \
             if loaded.valid_rows >= STATE_BESIDE_RENDER_ROWS else None
         rendered = steps.render_step(ctx, None, progress=progress)
@@ -110,7 +132,8 @@ def _build(ctx: RunContext, progress: Progress, seconds: dict[str, float]) -> Pu
     seconds["render"] = round(time.monotonic() - t, 3)
     t = time.monotonic()
     progress.step("publish")
-    published = steps.publish_step(ctx, [rendered.uri])
+    with _cpu_of("publish", cpu):
+        published = steps.publish_step(ctx, [rendered.uri])
     log.info("%s", published.summary())
     progress.done(f"generation {published.generation} "
                   + ("live" if published.published else "unchanged, still live"))

@@ -52,6 +52,7 @@ def test_the_same_rows_again_change_nothing(tmp_path: Path) -> None:
     assert again["generation"] == first["generation"]
     assert again["counts"]["published"] == first["counts"]["published"] == 600
     assert set(again["stage_seconds"]) <= {"notify"}  # no stage ran before notify
+    assert set(again["stage_cpu_seconds"]) <= {"begin", "notify"}
     _write(tmp_path / "inv.parquet", rows[::-1])
     reordered = _run(inv, out, T0 + timedelta(days=2))
     assert reordered["unchanged"]
@@ -66,6 +67,9 @@ def test_the_same_rows_again_change_nothing(tmp_path: Path) -> None:
     # and --force, or other options, always do the work
     forced = _run(inv, out, T0 + timedelta(days=4), force=True)
     assert not forced["unchanged"] and forced["stage_seconds"]["load"] > 0
+    # each stage's CPU seconds beside its wall seconds (the bench's CPU table)
+    assert set(forced["stage_cpu_seconds"]) == {"begin", *forced["stage_seconds"]}
+    assert forced["stage_cpu_seconds"]["load"] > 0
     assert forced["counts"]["shards_written"] == forced["counts"]["sitemaps"]  # all rewritten
     other = _run(inv, out, T0 + timedelta(days=5), section_depth=2)
     assert not other["unchanged"] and "load" in other["stage_seconds"]
