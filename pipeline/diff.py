@@ -47,6 +47,7 @@ from pipeline.diffed import (
     FIRST_RUN_OMITTED,
     DiffedView,
     bucketed,
+    plain_omitted,
     register_diffed,
 )
 from pipeline.errors import ConfigError
@@ -240,8 +241,11 @@ def diff(valid: ValidRows, snapshot_uri: str | None, run_time: datetime, work_ur
     try:
         rel = diff_relation(con, valid, snapshot_uri, run_time, with_news, partition, partitions,
                             previous_files)
-        if snapshot_uri is None:  # a first run: its constants left out, in buckets of sections
-            rel = rel.project(", ".join(c for c in rel.columns if c not in FIRST_RUN_OMITTED))
+        # The columns of one value left out (register_diffed puts them back)
+        left_out = {*plain_omitted(valid.constant_columns, with_news),
+                    *(FIRST_RUN_OMITTED if snapshot_uri is None else ())}
+        rel = rel.project(", ".join(c for c in rel.columns if c not in left_out))
+        if snapshot_uri is None:  # a first run: in buckets of sections
             buckets = write_partitioned(
                 con, rel.project(f"*, hash(section) % {DIFFED_BUCKETS} AS {BUCKET}"), work,
                 diffed_key(partition).removesuffix(".parquet"), BUCKET)

@@ -34,9 +34,11 @@ from pipeline.diff import (
 from pipeline.diffed import (
     DIFFED_COLUMNS,
     FIRST_RUN_OMITTED,
+    PLAIN_OMITTED,
     DiffedView,
     bucketed,
     files_of_sections,
+    plain_omitted,
     register_diffed,
 )
 from pipeline.errors import ConfigError
@@ -307,6 +309,7 @@ def test_a_first_runs_parts_leave_out_its_constant_columns(tmp_path: Path) -> No
     result = diff(valid, None, T0, str(tmp_path / "first"))
     written = pq.read_schema(result.diffed_uris[0]).names
     assert set(FIRST_RUN_OMITTED) & set(written) == set()
+    assert set(PLAIN_OMITTED) & set(written) == set()  # the demo has no news, no extensions
     con = sql.connect(memory_limit="512MB", threads=1)
     register_diffed(con, "diffed", result.diffed_uris)
     got = con.sql("SELECT * FROM diffed ORDER BY url")
@@ -326,6 +329,35 @@ def test_a_first_runs_parts_leave_out_its_constant_columns(tmp_path: Path) -> No
         assert con.sql("SELECT count(*) FROM picked WHERE section = $s", params={"s": section}
                        ).fetchall() == con.sql("SELECT count(*) FROM diffed WHERE section = $s",
                                                params={"s": section}).fetchall()
+
+
+def test_an_incremental_runs_parts_leave_out_the_inventorys_one_values(tmp_path: Path) -> None:
+    """Against a snapshot, an inventory without news or extension XML writes no is_news or
+    ext (false and '' in every row); register_diffed puts them back: the rows diff_rows
+    makes. Which columns hold one value follows from load's constant columns: an inventory
+    with news keeps both."""
+    snapshot, inv, second = published_then_second(tmp_path)
+    with_news = load(str(inv), SITE, str(tmp_path / "load-news")).valid
+    kept = diff(with_news, snapshot, T1, str(tmp_path / "diff-news"))
+    assert set(PLAIN_OMITTED) <= set(pq.read_schema(kept.diffed_uris[0]).names)
+    pq.write_table(second.drop_columns(["news"]), tmp_path / "plain.parquet")
+    valid = load(str(tmp_path / "plain.parquet"), SITE, str(tmp_path / "load")).valid
+    result = diff(valid, snapshot, T1, str(tmp_path / "diff"))
+    assert set(PLAIN_OMITTED) & set(pq.read_schema(result.diffed_uris[0]).names) == set()
+    con = sql.connect(memory_limit="512MB", threads=1)
+    register_diffed(con, "diffed", result.diffed_uris)
+    got = con.sql("SELECT * FROM diffed ORDER BY url")
+    expected = diff_relation(con, valid, snapshot, T1).order("url")
+    assert tuple(got.columns) == DIFFED_COLUMNS == tuple(expected.columns)
+    assert got.types == expected.types
+    assert got.fetchall() == expected.fetchall()
+
+    no_news = ("NULL::VARCHAR AS news_name", "NULL::TIMESTAMPTZ AS news_date")
+    assert plain_omitted((*no_news, "'' AS ext_xml"), with_news=True) == ("is_news", "ext")
+    assert plain_omitted(no_news, with_news=True) == ("is_news",)  # extension XML, no news
+    assert plain_omitted(("'' AS ext_xml",), with_news=True) == ()  # news: both vary
+    assert plain_omitted(("'' AS ext_xml",), with_news=False) == ("is_news", "ext")
+    assert plain_omitted((), with_news=False) == ("is_news",)
 
 
 def test_a_first_run_in_one_partition_writes_no_diffed_row(tmp_path: Path) -> None:
