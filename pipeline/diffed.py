@@ -118,9 +118,9 @@ def files_of_sections(con: duckdb.DuckDBPyConnection, uris: Sequence[str],
 def register_diffed(con: duckdb.DuckDBPyConnection, name: str, uris: Sequence[str],
                     view: DiffedView | None = None) -> None:
     """The view `name`: the diffed parts at `uris` with DIFFED_COLUMNS, those a first run
-    left out (FIRST_RUN_OMITTED) or the inventory's one value (PLAIN_OMITTED) put back. The parts say which they are: a first run's have
-    no `status`. With `view`, `uris` are load's files of a first run's rows (some or all):
-    the diff's query over them."""
+    left out (FIRST_RUN_OMITTED) and those of the inventory's one value (PLAIN_OMITTED) put
+    back. The parts say which they are: a first run's have no `status`. With `view`, `uris`
+    are load's files of a first run's rows (some or all): the diff's query over them."""
     if view is not None:
         from pipeline.diff import first_run_rows  # the diff's query: diff imports this module
 
