@@ -419,8 +419,7 @@ def markdown(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
         lines.append(f"| {r['urls']:,} | " + " | ".join(cells) + f" | "
                      f"{r['pipeline']['wall_seconds']:.1f} ({20 * scale:.1f}) |")
     lines += ["", "CPU seconds per stage (the pipeline process's user and system time, every "
-              "thread; on a shared machine it varies less than the wall time): each size's "
-              "first run, then each change's second run:", "",
+              "thread): each size's first run, then each change's second run:", "",
               "| URLs | run | begin | " + " | ".join(STAGES) + " | all (process) |",
               "|---:|---|" + "---:|" * (len(STAGES) + 2)]
     for r in results:

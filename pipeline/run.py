@@ -46,8 +46,8 @@ def run(opts: RunOptions, progress: Progress = QUIET) -> dict[str, Any]:
                   + (": the inventory's rows and the options are the live generation's"
                      if ctx.unchanged else ""))
     seconds: dict[str, float] = {}
-    # Each stage's CPU (user and system, every thread of the process): on a shared machine
-    # it varies less from run to run than the wall time, so it shows smaller changes.
+    # Each stage's CPU (user and system, every thread of the process): with its wall time,
+    # how many cores the stage kept busy.
     cpu = {"begin": round(time.process_time() - started_cpu, 3)}
     try:
         if ctx.unchanged:
