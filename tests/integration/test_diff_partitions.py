@@ -300,6 +300,20 @@ def test_automatic_partitions_and_bad_counts(tmp_path: Path) -> None:
         diff("unused", None, T0, str(tmp_path), partition=3, partitions=3)
 
 
+def read_back_as_diff_rows(uris: list[str], valid: Any, snapshot: str | None,
+                           when: datetime) -> Any:
+    """The diffed parts at `uris`, read through register_diffed (the view `diffed` of the
+    connection returned), are the rows diff_rows makes: every column, type and value."""
+    con = sql.connect(memory_limit="512MB", threads=1)
+    register_diffed(con, "diffed", uris)
+    got = con.sql("SELECT * FROM diffed ORDER BY url")
+    expected = diff_relation(con, valid, snapshot, when).order("url")
+    assert tuple(got.columns) == DIFFED_COLUMNS == tuple(expected.columns)
+    assert got.types == expected.types
+    assert got.fetchall() == expected.fetchall()
+    return con
+
+
 def test_a_first_runs_parts_leave_out_its_constant_columns(tmp_path: Path) -> None:
     """A first run writes no status, last_changed or prev_shard (one value each there), in
     buckets of sections; register_diffed gives every reader the rows diff_rows makes, those
@@ -310,13 +324,7 @@ def test_a_first_runs_parts_leave_out_its_constant_columns(tmp_path: Path) -> No
     written = pq.read_schema(result.diffed_uris[0]).names
     assert set(FIRST_RUN_OMITTED) & set(written) == set()
     assert set(PLAIN_OMITTED) & set(written) == set()  # the demo has no news, no extensions
-    con = sql.connect(memory_limit="512MB", threads=1)
-    register_diffed(con, "diffed", result.diffed_uris)
-    got = con.sql("SELECT * FROM diffed ORDER BY url")
-    expected = diff_relation(con, valid, None, T0).order("url")
-    assert tuple(got.columns) == DIFFED_COLUMNS == tuple(expected.columns)
-    assert got.types == expected.types
-    assert got.fetchall() == expected.fetchall()
+    con = read_back_as_diff_rows(result.diffed_uris, valid, None, T0)
     assert con.sql("SELECT DISTINCT status, last_changed, prev_shard FROM diffed").fetchall() == [
         ("added", T0, None)]
     # In buckets of sections: a section's rows are all in the files files_of_sections gives.
@@ -344,13 +352,7 @@ def test_an_incremental_runs_parts_leave_out_the_inventorys_one_values(tmp_path:
     valid = load(str(tmp_path / "plain.parquet"), SITE, str(tmp_path / "load")).valid
     result = diff(valid, snapshot, T1, str(tmp_path / "diff"))
     assert set(PLAIN_OMITTED) & set(pq.read_schema(result.diffed_uris[0]).names) == set()
-    con = sql.connect(memory_limit="512MB", threads=1)
-    register_diffed(con, "diffed", result.diffed_uris)
-    got = con.sql("SELECT * FROM diffed ORDER BY url")
-    expected = diff_relation(con, valid, snapshot, T1).order("url")
-    assert tuple(got.columns) == DIFFED_COLUMNS == tuple(expected.columns)
-    assert got.types == expected.types
-    assert got.fetchall() == expected.fetchall()
+    read_back_as_diff_rows(result.diffed_uris, valid, snapshot, T1)
 
     no_news = ("NULL::VARCHAR AS news_name", "NULL::TIMESTAMPTZ AS news_date")
     assert plain_omitted((*no_news, "'' AS ext_xml"), with_news=True) == ("is_news", "ext")
