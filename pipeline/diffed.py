@@ -3,11 +3,11 @@ snapshot read, each through `register_diffed`.
 
 A first run's parts leave out the columns that hold one value there (FIRST_RUN_OMITTED),
 and any run's those that hold one value for its inventory (PLAIN_OMITTED: no news, no
-extension XML); `register_diffed` puts them back, so every reader sees DIFFED_COLUMNS. The parts say which
-they are: a first run's have no `status`. A first run also writes its rows in buckets of
-sections (Hive folders `bucket=K`, K = hash(section) % DIFFED_BUCKETS): a plan slice reads
-the files of its sections' buckets only (`files_of_sections`), so no slice scans every row
-and none of them need to be split by slice first (100M URLs: the split was 35 s).
+extension XML); `register_diffed` puts them back, so every reader sees DIFFED_COLUMNS. The
+parts say which they are: a first run's have no `status`. A first run also writes its rows
+in buckets of sections (Hive folders `bucket=K`, K = hash(section) % DIFFED_BUCKETS): a plan
+slice reads the files of its sections' buckets only (`files_of_sections`), so no slice scans
+every row and none of them need to be split by slice first (100M URLs: the split was 35 s).
 
 A first run in one diff partition writes no diffed rows at all (`DiffedView`): load wrote
 its rows in buckets of their sections' path segments, and each reader runs the diff's
