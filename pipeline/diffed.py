@@ -24,6 +24,7 @@ from typing import Any
 import duckdb
 
 from pipeline.errors import InternalError
+from pipeline.extensions import NO_EXTENSION_XML, NO_NEWS
 from pipeline.parquet import register_parquet
 
 #: The columns of sql/diff_rows.sql, in its order: the diffed rows as every reader sees them.
@@ -81,16 +82,12 @@ class DiffedView:
 
 def plain_omitted(constant_columns: Sequence[str], with_news: bool) -> tuple[str, ...]:
     """The PLAIN_OMITTED columns that hold their one value in every diffed row, from the
-    columns load found constant (ValidRows.constant_columns, `<literal> AS <name>`): is_news
-    when no row can have a news element (none asked for, or a news field NULL in every row:
-    diff_rows needs all four), ext when, besides, no row has extension XML."""
-    literal = {c.rpartition(" AS ")[2]: c.rpartition(" AS ")[0] for c in constant_columns}
-    no_news = not with_news or any(literal.get(f"news_{f}", "").startswith("NULL::")
-                                   for f in ("name", "language", "date", "title"))
-    if not no_news:
+    columns load found constant (ValidRows.constant_columns): is_news when no row can have
+    a news element (none asked for, or no news), ext when, besides, no row has extension
+    XML (pipeline.extensions' constants)."""
+    if with_news and NO_NEWS not in constant_columns:
         return ()
-    return ("is_news", "ext") if literal.get("ext_xml") in ("''", "NULL::VARCHAR") \
-        else ("is_news",)
+    return ("is_news", "ext") if NO_EXTENSION_XML in constant_columns else ("is_news",)
 
 
 def bucketed(uris: Sequence[str]) -> bool:

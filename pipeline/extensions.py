@@ -176,15 +176,16 @@ def extension_columns(types: dict[str, Any], keep_deprecated: bool = False) -> l
     return cols
 
 
-#: The constant columns of load (pipeline.load.constant_columns) of an inventory without
-#: extensions: no extension XML and no news article, so every row's `ext` is ''.
-_NO_EXTENSION_CONSTANTS = ("'' AS ext_xml", "NULL::TIMESTAMPTZ AS news_date")
+#: Constant columns of load (pipeline.load.constant_columns): an inventory without extension
+#: XML, and one without news articles.
+NO_EXTENSION_XML = "'' AS ext_xml"
+NO_NEWS = "NULL::TIMESTAMPTZ AS news_date"
 
 
 def ext_always_empty(constant_columns: Sequence[str]) -> bool:
     """Whether load's constant columns say no row has extension XML (diff_rows' `ext` is ''
     in every row): plan's sort then carries no `ext` (sql/planned_rows.sql)."""
-    return all(c in constant_columns for c in _NO_EXTENSION_CONSTANTS)
+    return NO_EXTENSION_XML in constant_columns and NO_NEWS in constant_columns
 
 
 #: (struct fields present, keep deprecated tags) -> SQL of (the XML, items dropped, deprecated

@@ -61,14 +61,12 @@ def run(opts: RunOptions, progress: Progress = QUIET) -> dict[str, Any]:
         summary = published.to_dict()
         summary["unchanged"] = ctx.unchanged
         if steps.notifies(ctx):
-            t = time.monotonic()
             progress.step("notify")
-            with _cpu_of("notify", cpu):
+            with _stage("notify", seconds, cpu):
                 notified = steps.notify_step(ctx, published)
             log.info("%s", notified.summary())
             summary["notify"] = notified.to_dict()
             progress.done(_notify_line(summary["notify"]))
-            seconds["notify"] = round(time.monotonic() - t, 3)
         progress.step("gc")
         collected = steps.gc_step(ctx)
         log.info("%s", collected.summary())
@@ -85,59 +83,54 @@ def run(opts: RunOptions, progress: Progress = QUIET) -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def _cpu_of(stage: str, cpu: dict[str, float]) -> Iterator[None]:
-    """Puts the process's CPU seconds within into `cpu[stage]`."""
-    started = time.process_time()
+def _stage(stage: str, seconds: dict[str, float], cpu: dict[str, float]) -> Iterator[None]:
+    """Puts the wall seconds within into `seconds[stage]`, the process's CPU seconds (every
+    thread) into `cpu[stage]`."""
+    started, started_cpu = time.monotonic(), time.process_time()
     try:
         yield
     finally:
-        cpu[stage] = round(time.process_time() - started, 3)
+        seconds[stage] = round(time.monotonic() - started, 3)
+        cpu[stage] = round(time.process_time() - started_cpu, 3)
 
 
 def _build(ctx: RunContext, progress: Progress, seconds: dict[str, float],
            cpu: dict[str, float]) -> PublishSummary:
-    """load, diff, plan, render, publish; each stage's seconds go to `seconds`, its CPU
-    seconds to `cpu`."""
-    with _cpu_of("load", cpu):
+    """load, diff, plan, render, publish; each stage's wall seconds go to `seconds`, its CPU
+    seconds to `cpu` (_stage)."""
+    with _stage("load", seconds, cpu):
         loaded = steps.load_step(ctx, progress)
     log.info("%s", loaded.summary())
-    seconds["load"] = loaded.seconds
     partitions = steps.diff_partitions(ctx)
     progress.step("diff against the live generation"
                   + (f" ({partitions} partitions)" if partitions > 1 else ""))
-    t = time.monotonic()
-    with _cpu_of("diff", cpu):
+    with _stage("diff", seconds, cpu):
         diffed = steps.diff_step(ctx)  # the partitions one after the other, each join bounded
     log.info("%s", diffed.summary())
-    seconds["diff"] = round(time.monotonic() - t, 3)
     c = diffed.counts
     progress.done(f"{c['added']:,} added, {c['changed']:,} changed, {c['removed']:,} removed")
     progress.step("plan shards")
-    with _cpu_of("plan", cpu):
+    with _stage("plan", seconds, cpu):
         planned = steps.plan_step(ctx)
     log.info("%s", planned.summary())
     progress.done(f"{planned.shards:,} shards, {planned.to_render:,} to write")
-    seconds["plan"] = planned.seconds
-    t = time.monotonic()
     progress.step("render")  # render shows its own line only when it has shards to write
     # The state (the snapshot above all) needs only the plan: it is stored on a thread of
     # its own while render writes the shards, as the DAG's state task runs beside render's.
-    with _cpu_of("render", cpu), ThreadPoolExecutor(1, thread_name_prefix="state") as beside:
+    with _stage("render", seconds, cpu), \
+            ThreadPoolExecutor(1, thread_name_prefix="state") as beside:
         stored = beside.submit(steps.state_step, ctx) \
             if loaded.valid_rows >= STATE_BESIDE_RENDER_ROWS else None
         rendered = steps.render_step(ctx, None, progress=progress)
         log.info("%s", rendered.summary())
         if stored is not None:
             log.info("%s", stored.result().summary())
-    seconds["render"] = round(time.monotonic() - t, 3)
-    t = time.monotonic()
     progress.step("publish")
-    with _cpu_of("publish", cpu):
+    with _stage("publish", seconds, cpu):
         published = steps.publish_step(ctx, [rendered.uri])
     log.info("%s", published.summary())
     progress.done(f"generation {published.generation} "
                   + ("live" if published.published else "unchanged, still live"))
-    seconds["publish"] = round(time.monotonic() - t, 3)
     return published
 
 
