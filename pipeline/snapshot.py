@@ -121,13 +121,18 @@ def write_snapshot(store: storage.Storage, key: str, *, planned_uris: Sequence[s
     # trying a dictionary on them made the file slower to write (a third) and larger.
     # Values encoded 65,536 at a time (not 1,024) into version 2 data pages: 10M rows write
     # in 1.2 s instead of 1.5 s, the same bytes, and DuckDB scans them as fast.
+    # No statistics of the URLs (each row group's smallest and largest): no reader filters
+    # the snapshot or the changes by URL range, and comparing every URL cost 0.1-0.2 s of
+    # the 1.4-1.6 s that 10M rows take to write.
     with store.local_output(key) as path, pq.ParquetWriter(
             str(path), SNAPSHOT_SCHEMA, compression="lz4_raw", use_dictionary=["section"],
-            write_batch_size=65_536, data_page_version="2.0") as snapshot_writer, \
+            write_statistics=_but_url(SNAPSHOT_SCHEMA), write_batch_size=65_536,
+            data_page_version="2.0") as snapshot_writer, \
             contextlib.ExitStack() as stack:
         added = None if added_key is None else stack.enter_context(pq.ParquetWriter(
             str(stack.enter_context(store.local_output(added_key))), CHANGES_SCHEMA,
-            compression="lz4_raw", use_dictionary=["change"], write_batch_size=65_536,
+            compression="lz4_raw", use_dictionary=["change"],
+            write_statistics=_but_url(CHANGES_SCHEMA), write_batch_size=65_536,
             data_page_version="2.0"))
 
         def write(batch: pa.RecordBatch, shard: pa.Array) -> None:
@@ -172,6 +177,11 @@ def write_snapshot(store: storage.Storage, key: str, *, planned_uris: Sequence[s
                 write(batch, batch.column("shard"))
                 rows += batch.num_rows
     return rows
+
+
+def _but_url(schema: pa.Schema) -> list[str]:
+    """The columns of a state file whose statistics are written: all but the URL."""
+    return [name for name in schema.names if name != "url"]
 
 
 class _EndUrls:
