@@ -247,6 +247,7 @@ def _plan_slice(con: duckdb.DuckDBPyConnection, work: storage.Storage, part: int
     sections = [""] * len(prefixes)
     for g in groups:
         sections[g.group_id] = g.section
+    con.execute(sql.load_sql("planned_section_type"), {"sections": sections})
     # The rows go to Parquet in file order straight from the sort, never into a table; the
     # projection after the sort must keep its order.
     planned = con.sql(sql.load_sql("planned_rows"), params={

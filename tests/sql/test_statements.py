@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import duckdb
 import numpy as np
@@ -315,6 +316,12 @@ def test_new_section_stats_has_group_stats_columns_and_each_sections_url_range(
     assert got.columns == con.sql(sql.load_sql("group_stats")).columns
 
 
+def planned_rows(con: duckdb.DuckDBPyConnection, params: dict[str, Any]) -> duckdb.DuckDBPyRelation:
+    """sql/planned_rows.sql with `params`, after the type of its sections, as plan runs it."""
+    con.execute(sql.load_sql("planned_section_type"), {"sections": params["sections"]})
+    return con.sql(sql.load_sql("planned_rows"), params=params)
+
+
 def test_planned_rows_leave_out_reused_groups_in_file_order(
         con: duckdb.DuckDBPyConnection) -> None:
     con.register("assigned", pa.table({
@@ -327,7 +334,7 @@ def test_planned_rows_leave_out_reused_groups_in_file_order(
         "section": ["a", "a", "a", "b"], "base_shard": pa.array([0, 1, 2, None], pa.int32()),
         "group_id": [0, 1, 1, 2], "reused": [False, True, True, False],
         "skip": [2, 2, 2, 2]}))
-    got = con.sql(sql.load_sql("planned_rows"), params={
+    got = planned_rows(con, {
         "prefixes": ["a/", "a/", "b/"], "sections": ["a", "a", "b"], "format": "xml",
         "ns_markers": NAMESPACE_MARKERS, "first_run_time": None, "ext_empty": False})
     rows = [dict(zip(got.columns, r, strict=True)) for r in got.fetchall()]
@@ -358,7 +365,7 @@ def test_planned_rows_come_in_file_order_from_two_threads() -> None:
         "section": ["s0", "s1", "s2"], "base_shard": pa.nulls(3, pa.int32()),
         "group_id": [0, 1, 2], "reused": [False] * 3, "skip": [len(p) for p in prefixes]}))
     with sql.insertion_order(con):
-        rel = con.sql(sql.load_sql("planned_rows"), params={
+        rel = planned_rows(con, {
             "prefixes": prefixes, "sections": ["s0", "s1", "s2"], "format": "xml",
             "ns_markers": NAMESPACE_MARKERS, "first_run_time": T, "ext_empty": True})
         columns, got = rel.columns, rel.fetchall()
@@ -384,7 +391,7 @@ def test_planned_rows_carry_every_changefreq_load_lets_through() -> None:
     con.register("shard_groups", pa.table({
         "section": ["a"], "base_shard": pa.nulls(1, pa.int32()), "group_id": [0],
         "reused": [False], "skip": [2]}))
-    rel = con.sql(sql.load_sql("planned_rows"), params={
+    rel = planned_rows(con, {
         "prefixes": ["a/"], "sections": ["a"], "format": "xml",
         "ns_markers": NAMESPACE_MARKERS, "first_run_time": None, "ext_empty": False})
     got = dict(rel.select("url, changefreq").fetchall())
