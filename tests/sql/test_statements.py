@@ -510,7 +510,8 @@ def test_changed_rows_and_reused_rows(con: duckdb.DuckDBPyConnection) -> None:
         "first_seen": pa.array([EARLIER] * 5, pa.timestamp("us", tz="UTC")),
         "last_changed": pa.array([EARLIER] * 5, pa.timestamp("us", tz="UTC"))}))
     con.register("reused_shards", pa.table({"section": ["a", "b"],
-                                            "shard": pa.array([0, 4], pa.int32())}))
-    got = con.sql(f"SELECT url, section, shard, fingerprint FROM "
+                                            "shard": pa.array([0, 4], pa.int32()),
+                                            "section_code": pa.array([7, 3], pa.int32())}))
+    got = con.sql(f"SELECT url, section_code, shard, fingerprint FROM "
                   f"({sql.load_sql('reused_rows').rstrip().rstrip(';')}) ORDER BY url").fetchall()
-    assert got == [("a/1", "a", 0, 1), ("a/2", "a", 0, 2)]  # not a/9 (shard 4), not b/1
+    assert got == [("a/1", 7, 0, 1), ("a/2", 7, 0, 2)]  # not a/9 (shard 4), not b/1
