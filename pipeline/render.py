@@ -131,7 +131,8 @@ def _body_chunks(lines: pa.Array | pa.ChunkedArray) -> Iterator[pa.Buffer]:
     yield data.slice(start, end - start)
 
 
-#: The planned part's columns a line is made of (sql/url_line.sql).
+#: The planned part's columns a line is made of (sql/url_line.sql). A part without `ext`
+#: (no row of the inventory has extension XML: pipeline.plan leaves it out) has '' there.
 LINE_COLUMNS = ["section", "url", "lastmod", "changefreq", "priority", "ext"]
 
 
@@ -140,8 +141,9 @@ def render_lines(con: duckdb.DuckDBPyConnection, rows: pa.Table, output_format: 
     """The <url> lines (or, for txt, the URLs) of `rows`, in their order, newline included."""
     con.register("render_rows", rows)
     try:
+        ext = "ext" if "ext" in rows.column_names else "''"
         expr = ("url || chr(10)" if output_format == "txt"
-                else "url_line(url, lastmod, changefreq, priority, ext)")
+                else f"url_line(url, lastmod, changefreq, priority, {ext})")
         return con.sql(f"SELECT {expr} AS line FROM render_rows").to_arrow_table().column(0)
     finally:
         con.unregister("render_rows")
@@ -227,8 +229,10 @@ def _write_part(con: duckdb.DuckDBPyConnection, pf: pq.ParquetFile, in_part: lis
     blocks = list(_blocks(groups))
     output_format = wanted[0].format if wanted else "xml"
 
+    columns = [c for c in LINE_COLUMNS if c in pf.schema_arrow.names]
+
     def read_and_render(block: list[int]) -> tuple[pa.Table, pa.ChunkedArray]:
-        table = pf.read_row_groups(block, columns=LINE_COLUMNS)
+        table = pf.read_row_groups(block, columns=columns)
         return table, render_lines(con, table, output_format)
 
     # One thread reads and renders the next block while this one compresses and writes the

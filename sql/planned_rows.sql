@@ -15,7 +15,8 @@
 -- (pipeline.limits.CHANGEFREQ_VALUES), one byte instead of a 16-byte string (0.2-0.3 s),
 -- and writes it so (the part holds its text, which every reader sees; its measures are
 -- taken of the text): 10M rows' write 0.2 s of CPU less than the text's;
--- and NULL for `ext` when no row has extension XML ($ext_empty), '' again after it.
+-- and NULL for `ext` when no row has extension XML ($ext_empty), '' again after it (the
+-- part then leaves the column out: pipeline.plan; render puts '' back).
 -- Reads `assigned` and `shard_groups` (section, base_shard, group_id, reused, skip, made by
 -- pipeline.plan; group_id of the narrowest integer type, which the sort's key begins
 -- with) and the type `planned_section` (sql/planned_section_type.sql, of $sections).

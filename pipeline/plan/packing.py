@@ -254,6 +254,8 @@ def _plan_slice(con: duckdb.DuckDBPyConnection, work: storage.Storage, part: int
         "prefixes": prefixes, "sections": sections, "format": output_format,
         "ns_markers": NAMESPACE_MARKERS, "first_run_time": first_run_time,
         "ext_empty": ext_empty})
+    if ext_empty:  # '' in every row: render puts it back (10M rows: 0.4 s of CPU less)
+        planned = planned.project("* EXCLUDE (ext)")
     if all(g.group_id in reused for g in groups):
         # Every shard is kept as published: an empty part, without reading the rows again
         # (a false filter makes DuckDB's plan an empty result; at 100M, a scan of every
