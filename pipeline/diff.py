@@ -59,6 +59,7 @@ from pipeline.layout import (
     PREVIOUS_FOLDER,
     part_key,
 )
+from pipeline.limits import CHANGEFREQ_ENUM
 from pipeline.load import ValidRows, register_valid
 from pipeline.parquet import register_parquet, write_parquet, write_partitioned
 from pipeline.settings import environment
@@ -244,7 +245,11 @@ def diff(valid: ValidRows, snapshot_uri: str | None, run_time: datetime, work_ur
         # The columns of one value left out (register_diffed puts them back)
         left_out = {*plain_omitted(valid.constant_columns, with_news),
                     *(FIRST_RUN_OMITTED if snapshot_uri is None else ())}
-        rel = rel.project(", ".join(c for c in rel.columns if c not in left_out))
+        # The changefreq written from an ENUM's codes (5M rows: 0.15-0.2 s of CPU less); not
+        # in diff_rows, whose first-run rows plan hashes as text (line_hash)
+        rel = rel.project(", ".join(
+            f"changefreq::{CHANGEFREQ_ENUM} AS changefreq" if c == "changefreq" else c
+            for c in rel.columns if c not in left_out))
         if snapshot_uri is None:  # a first run: in buckets of sections
             buckets = write_partitioned(
                 con, rel.project(f"*, hash(section) % {DIFFED_BUCKETS} AS {BUCKET}"), work,

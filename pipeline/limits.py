@@ -15,6 +15,9 @@ MAX_URLS_PER_NEWS_SITEMAP = 1_000
 
 #: Allowed <changefreq> values.
 CHANGEFREQ_VALUES = ("always", "hourly", "daily", "weekly", "monthly", "yearly", "never")
+#: The DuckDB ENUM of those values: a changefreq written to Parquet from it is written from
+#: one-byte codes, not from text (the file holds the text either way).
+CHANGEFREQ_ENUM = f"ENUM({', '.join(repr(v) for v in CHANGEFREQ_VALUES)})"
 
 #: The earliest believable <lastmod> (the web's first year); one before it (epoch, year 1,
 #: -infinity) is dropped and counted as `lastmod_invalid`.
