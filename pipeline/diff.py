@@ -245,7 +245,7 @@ def diff(valid: ValidRows, snapshot_uri: str | None, run_time: datetime, work_ur
         # The columns of one value left out (register_diffed puts them back)
         left_out = {*plain_omitted(valid.constant_columns, with_news),
                     *(FIRST_RUN_OMITTED if snapshot_uri is None else ())}
-        # The changefreq written from an ENUM's codes (5M rows: 0.15-0.2 s of CPU less); not
+        # The changefreq written from an ENUM's codes (5M rows: 0.2-0.4 s of CPU less); not
         # in diff_rows, whose first-run rows plan hashes as text (line_hash)
         rel = rel.project(", ".join(
             f"changefreq::{CHANGEFREQ_ENUM} AS changefreq" if c == "changefreq" else c
