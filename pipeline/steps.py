@@ -345,11 +345,15 @@ def plan_slice_step(ctx: RunContext, slice: int) -> PlanSliceCounts:
     from pipeline.plan import plan_slice
 
     result = plan_slice(ctx.work, slice, ctx.options.limits,
-                        output_format=ctx.options.format,
-                        reuse_keys=frozenset() if ctx.options.force else frozenset(live_keys(ctx)))
+                        output_format=ctx.options.format, reuse_keys=_reuse_keys(ctx))
     return PlanSliceCounts(slice=slice, shards=len(result.shards),
                            urls=sum(s.urls for s in result.shards), split=result.split,
                            merged=result.merged, seconds=round(result.seconds, 3))
+
+
+def _reuse_keys(ctx: RunContext) -> frozenset[str]:
+    """The shard keys plan may keep as published: the live ones, none with --force."""
+    return frozenset() if ctx.options.force else frozenset(live_keys(ctx))
 
 
 def plan_combine_step(ctx: RunContext, batch_bytes: int | None = None) -> PlanCounts:
@@ -382,9 +386,12 @@ def plan_combine_step(ctx: RunContext, batch_bytes: int | None = None) -> PlanCo
 
 
 def plan_step(ctx: RunContext, batch_bytes: int | None = None) -> PlanCounts:
-    """Plans every slice, one after the other, then combines them (the CLI's way)."""
-    for index in plan_prepare_step(ctx):
-        plan_slice_step(ctx, index)
+    """Plans every slice, one sorted while the one before is cut into shards (plan_slices),
+    then combines them (the CLI's way)."""
+    from pipeline.plan import plan_slices
+
+    plan_slices(ctx.work, len(plan_prepare_step(ctx)), ctx.options.limits,
+                output_format=ctx.options.format, reuse_keys=_reuse_keys(ctx))
     return plan_combine_step(ctx, batch_bytes)
 
 

@@ -9,9 +9,10 @@ the inventory. Its modules:
 - `slices`: choosing the slices (`prepare`), their provisional shard numbers, and
   gathering the planned slices under their final numbers (`combine`);
 - `packing`: planning one slice (`plan_slice`): keep, merge or repack each previous
-  shard's rows, write them sorted as one part, cut the repacked groups into shards.
+  shard's rows, write them sorted as one part, cut the repacked groups into shards;
+  `plan_slices` plans every slice in one process, cutting one while the next is sorted.
 
-`plan` runs the three steps in one process: prepare, every slice, combine.
+`plan` runs the three steps in one process: prepare, every slice (plan_slices), combine.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from pipeline.plan.packing import (
     Group,
     pack_subs,
     plan_slice,
+    plan_slices,
 )
 from pipeline.plan.slices import (
     PROVISIONAL_SHIFT,
@@ -57,7 +59,7 @@ __all__ = [
     "FORMATS", "MERGE_BELOW", "PROVISIONAL_SHIFT", "SAMPLES_PER_SLICE", "SLICES_KEY",
     "SLICE_ROWS", "SPLIT_FILL", "SPLIT_INPUT_SLICES", "Group",
     "PlanResult", "Shard", "Slice", "SliceResult", "combine", "load_shards", "pack_subs",
-    "plan", "plan_slice", "prepare", "provisional_base", "register_assigned",
+    "plan", "plan_slice", "plan_slices", "prepare", "provisional_base", "register_assigned",
     "section_limits", "shard_digest",
 ]
 
@@ -77,7 +79,6 @@ def plan(diffed_uris: str | Sequence[str], snapshot_uri: str | None, work_uri: s
     slices = prepare(diffed_uris, snapshot_uri, work_uri, con=con, slice_rows=slice_rows,
                      keeps_shards=bool(reuse_keys), output_format=output_format, view=view,
                      run_time=run_time, ext_empty=ext_empty)
-    for index in range(len(slices)):
-        plan_slice(work_uri, index, limits, output_format=output_format, con=con,
-                   reuse_keys=reuse_keys)
+    plan_slices(work_uri, len(slices), limits, output_format=output_format, con=con,
+                reuse_keys=reuse_keys)
     return combine(work_uri)

@@ -20,6 +20,7 @@ import os
 import time
 from collections import Counter
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -38,6 +39,7 @@ from pipeline.parquet import read_table, register_parquet, write_parquet
 from pipeline.plan.model import Shard, SliceResult, _shard, section_limits
 from pipeline.plan.slices import (
     SLICE_RESULTS,
+    Slice,
     provisional_base,
     read_prepared,
     register_assigned,
@@ -143,6 +145,60 @@ def plan_slice(work_uri: str, index: int, limits: Limits, *, output_format: str 
     New shards carry provisional numbers (provisional_base) until `combine`. A shard
     kept as it is whose key is in `reuse_keys` (the live keys) writes no rows.
     """
+    return _cut_slice(_write_slice(work_uri, index, limits, output_format=output_format,
+                                   con=con, reuse_keys=reuse_keys))
+
+
+def plan_slices(work_uri: str, count: int, limits: Limits, *, output_format: str = "xml",
+                con: duckdb.DuckDBPyConnection | None = None,
+                reuse_keys: frozenset[str] = frozenset()) -> list[SliceResult]:
+    """Every slice of `plan-slices.json` (there are `count`), as plan_slice plans each, in
+    one process: a slice's shards are cut from its part (its narrow columns read back,
+    numpy: one core) on a thread of its own while the next slice is set up and sorted, on
+    the cores the sort leaves idle. At most one slice waits to be cut (its part's narrow
+    columns in memory, about 40 bytes a row)."""
+    results: list[SliceResult] = []
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="plan-cut") as pool:
+        cutting: Future[SliceResult] | None = None
+        for index in range(count):
+            written = _write_slice(work_uri, index, limits, output_format=output_format,
+                                   con=con, reuse_keys=reuse_keys)
+            if cutting is not None:
+                results.append(cutting.result())
+            cutting = pool.submit(_cut_slice, written)
+        if cutting is not None:
+            results.append(cutting.result())
+    return results
+
+
+@dataclass(frozen=True)
+class _WrittenSlice:
+    """A slice whose part is written: what its shards are cut from (_cut_slice)."""
+
+    work_uri: str
+    index: int
+    slices: int
+    slice: Slice
+    token: str
+    part_uri: str
+    first_run: bool
+    limits: Limits
+    output_format: str
+    new_base: dict[str, int]
+    groups: list[Group]
+    split: int
+    merged: int
+    #: The groups kept as published (by group_id): no rows in the part.
+    reused: dict[int, Shard]
+    #: Each group's section, by group_id.
+    sections: list[str]
+    started: float
+
+
+def _write_slice(work_uri: str, index: int, limits: Limits, *, output_format: str,
+                 con: duckdb.DuckDBPyConnection | None,
+                 reuse_keys: frozenset[str]) -> _WrittenSlice:
+    """Slice `index`'s part: its rows, sorted, written (_write_part)."""
     if output_format not in FORMATS:
         raise ConfigError(f"--format must be one of {', '.join(FORMATS)}, not {output_format!r}")
     started = time.monotonic()
@@ -174,21 +230,32 @@ def plan_slice(work_uri: str, index: int, limits: Limits, *, output_format: str 
     stats = [known[s] for s in sl.sections] if prepared["first_run"] and sl.lo is None \
         and sl.hi is None and sl.sections and all(s in known for s in sl.sections) else None
     first_run_time = prepared.get("first_run_time")
-    shards, split, merged = _plan_slice(
-        con, work, index, prepared["first_run"], limits, output_format,
-        provisional_base(slices, index, prepared["next_free"]), reuse_keys, stats,
+    groups, split, merged, reused, sections = _write_part(
+        con, work, index, prepared["first_run"], limits, output_format, reuse_keys, stats,
         None if first_run_time is None else datetime.fromisoformat(first_run_time),
         bool(prepared.get("ext_empty")))
     con.execute("DROP TABLE IF EXISTS shard_bounds")
-    result = SliceResult(index=index, part_uri=work.uri(_part_key(index)), shards=shards,
-                         split=split, merged=merged, seconds=time.monotonic() - started)
-    SLICE_RESULTS.write(work, index, prepared["token"], {
-        "slice": asdict(sl), "index": index,
+    return _WrittenSlice(
+        work_uri=work_uri, index=index, slices=len(slices), slice=sl, token=prepared["token"],
+        part_uri=work.uri(_part_key(index)), first_run=prepared["first_run"], limits=limits,
+        output_format=output_format,
+        new_base=provisional_base(slices, index, prepared["next_free"]), groups=groups,
+        split=split, merged=merged, reused=reused, sections=sections, started=started)
+
+
+def _cut_slice(written: _WrittenSlice) -> SliceResult:
+    """The written slice's shards (_shards_of_part), recorded as `plan-slice-NNNNN.json`."""
+    shards, split, merged = _shards_of_part(written)
+    result = SliceResult(index=written.index, part_uri=written.part_uri, shards=shards,
+                         split=split, merged=merged, seconds=time.monotonic() - written.started)
+    SLICE_RESULTS.write(storage.open_storage(written.work_uri), written.index, written.token, {
+        "slice": asdict(written.slice), "index": written.index,
         "part_uri": result.part_uri, "shards": [asdict(s) for s in shards],
         "split": split, "merged": merged, "seconds": round(result.seconds, 3),
     })
-    log.info("plan: slice %d/%d, %s: %d URLs in %d shards (%.1f s)", index + 1, len(slices),
-             sl.describe(), sum(x.urls for x in shards), len(shards), result.seconds)
+    log.info("plan: slice %d/%d, %s: %d URLs in %d shards (%.1f s)", written.index + 1,
+             written.slices, written.slice.describe(), sum(x.urls for x in shards), len(shards),
+             result.seconds)
     return result
 
 
@@ -196,20 +263,21 @@ def _part_key(part: int) -> str:
     return part_key(PLANNED_FOLDER, part)
 
 
-def _plan_slice(con: duckdb.DuckDBPyConnection, work: storage.Storage, part: int,
+def _write_part(con: duckdb.DuckDBPyConnection, work: storage.Storage, part: int,
                 first_run: bool, limits: Limits, output_format: str,
-                new_base: dict[str, int], reuse_keys: frozenset[str],
-                stats: list[tuple[Any, ...]] | None = None,
-                first_run_time: datetime | None = None,
-                ext_empty: bool = False) -> tuple[list[Shard], int, int]:
-    """Plan the rows of the view `diffed` (one slice); write them as part `part`.
+                reuse_keys: frozenset[str], stats: list[tuple[Any, ...]] | None = None,
+                first_run_time: datetime | None = None, ext_empty: bool = False
+                ) -> tuple[list[Group], int, int, dict[int, Shard], list[str]]:
+    """Group the rows of the view `diffed` (one slice) and write them as part `part`;
+    returns the groups, the counts of split and merged groups, the groups kept as
+    published (by group_id) and each group's section.
 
     One sort: the rows of the groups to write, by group and URL (planned_rows); a
-    repacked group is then cut into shards at row positions (`pack_subs`), and every
-    shard's sums come from the part's narrow columns. A group kept as one shard whose
-    key is in `reuse_keys` (already published, same content) is not written at all.
-    A tiny shard merges only into a predecessor in the same slice: a slice boundary is
-    a previous shard's lower bound, so at worst a tiny shard stays on its own there.
+    repacked group is then cut into shards at row positions (_shards_of_part). A group
+    kept as one shard whose key is in `reuse_keys` (already published, same content) is
+    not written at all. A tiny shard merges only into a predecessor in the same slice: a
+    slice boundary is a previous shard's lower bound, so at worst a tiny shard stays on
+    its own there.
     `stats`: the slice's group stats when prepare measured them (a first run's whole
     sections), in the order of the query that would give them. `first_run_time`: a first
     run's time, which all its rows were first seen and changed at (planned_rows).
@@ -262,11 +330,20 @@ def _plan_slice(con: duckdb.DuckDBPyConnection, work: storage.Storage, part: int
         # diffed row for each such slice).
         planned = planned.filter("false")
     with sql.insertion_order(con):
-        part_uri = write_parquet(planned, work, _part_key(part))
+        write_parquet(planned, work, _part_key(part))
     con.unregister("shard_groups")
-    cols = _read_narrow(part_uri)
+    return groups, split, merged, reused, sections
+
+
+def _shards_of_part(written: _WrittenSlice) -> tuple[list[Shard], int, int]:
+    """The written slice's shards: each repacked group cut at row positions (pack_subs),
+    every shard's sums from the part's narrow columns; with the counts of split and
+    merged groups (a first run's fills are known only from the part: its longest lines)."""
+    groups, split, merged = written.groups, written.split, written.merged
+    limits, part, sections = written.limits, written.index, written.sections
+    cols = _read_narrow(written.part_uri)
     runs = _group_runs(cols["group_id"])
-    if first_run:  # the fills from each group's longest line, as group_stats gives it
+    if written.first_run:  # the fills from each group's longest line, as group_stats gives it
         longest = {gid: int(cols["line_bytes"][start:end].max()) for gid, start, end in runs}
         groups, split, merged = _groups(
             [(g.section, g.base_shard, g.urls, g.body, longest[g.group_id]) for g in groups],
@@ -282,7 +359,7 @@ def _plan_slice(con: duckdb.DuckDBPyConnection, work: storage.Storage, part: int
                        for sub, (lo, hi) in enumerate(itertools.pairwise(bounds))]
         else:
             pieces.append((group_id, 0, start, end))
-    numbers = _number_shards(pieces, by_id, new_base)
+    numbers = _number_shards(pieces, by_id, written.new_base)
     shards: list[Shard] = []
     starts = np.array([p[2] for p in pieces], dtype=np.int64)
     if len(pieces):
@@ -295,8 +372,8 @@ def _plan_slice(con: duckdb.DuckDBPyConnection, work: storage.Storage, part: int
         shards.append(_shard(
             sections[group_id], number, end - start, int(sums["line_bytes"][i]), lastmod,
             int(sums["row_hash"][i]), int(sums["ns"][i]), int(sums["changed"][i]),
-            output_format, part=part, row_start=start))
-    shards += reused.values()
+            written.output_format, part=part, row_start=start))
+    shards += written.reused.values()
     shards.sort(key=lambda s: (s.section, s.row_start is None, s.row_start or 0, s.shard))
     return shards, split, merged
 

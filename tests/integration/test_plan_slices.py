@@ -182,7 +182,8 @@ def _second_inventory(inventory: Path, tmp_path: Path) -> Path:
 
 
 def _plan_run(inventory: Path, out: Path, when: datetime, order: str) -> dict[str, Any]:
-    """One run through the steps; plan: `sequential` (plan_step) or `reverse` (every
+    """One run through the steps; plan: `sequential` (plan_step: the slices in order, each
+    cut into shards while the next is sorted, plan_slices) or `reverse` (every
     slice in reverse order, the last one retried after the others, then combine).
     Returns what the plan wrote and what was published."""
     ctx = steps.begin(_opts(inventory, out, when, plan_slice_rows=SLICE))
