@@ -133,6 +133,9 @@ def _body_chunks(lines: pa.Array | pa.ChunkedArray) -> Iterator[pa.Buffer]:
 
 #: The planned part's columns a line is made of (sql/url_line.sql). A part without `ext`
 #: (no row of the inventory has extension XML: pipeline.plan leaves it out) has '' there.
+#: Read as plain strings: DuckDB writes the section and the changefreq from ENUM codes, and
+#: a dictionary page holding '' for each value no row uses, which pyarrow's
+#: `read_dictionary` misreads (other values, indices out of range; pyarrow 26).
 LINE_COLUMNS = ["section", "url", "lastmod", "changefreq", "priority", "ext"]
 
 
