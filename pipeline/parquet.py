@@ -29,9 +29,9 @@ def open_parquet(uri: str) -> pq.ParquetFile:
     return pq.ParquetFile(store.arrow_input(name), pre_buffer=False)
 
 
-def read_table(uri: str, columns: Sequence[str]) -> pa.Table:
+def read_table(uri: str, columns: Sequence[str], *, use_threads: bool = True) -> pa.Table:
     """Some columns of one Parquet file, whole (for narrow columns of a bounded part)."""
-    return open_parquet(uri).read(columns=list(columns), use_threads=True)
+    return open_parquet(uri).read(columns=list(columns), use_threads=use_threads)
 
 
 def register_parquet(con: duckdb.DuckDBPyConnection, name: str, files: list[str],

@@ -445,8 +445,9 @@ def _read_narrow(part_uri: str) -> dict[str, Any]:
     is known (reading it cost 0.14 s of 0.2-0.4 s a slice of 4M rows). No copy of a column
     of the type it is read as, and `changed` as booleans: plan_slices holds these while the
     next slice sorts."""
+    # On one thread: plan_slices reads them beside the next slice's sort, which has the cores.
     table = read_table(part_uri, ["group_id", "line_bytes", "row_hash", "lastmod", "ns",
-                                  "changed"])
+                                  "changed"], use_threads=False)
     lastmod = table.column("lastmod").cast(pa.timestamp("us", tz="UTC")).cast(pa.int64())
     return {
         "group_id": table.column("group_id").to_numpy(),
