@@ -22,9 +22,11 @@ from pipeline import sql, steps, storage
 from pipeline.config import Limits
 from pipeline.demo import make_inventory
 from pipeline.diffed import DiffedView, register_diffed
+from pipeline.errors import ConfigError
 from pipeline.plan import PROVISIONAL_SHIFT, SLICES_KEY, Shard, load_shards
 from pipeline.plan.slices import REUSED_SLICE_FACTOR, _cuts_by_sample, _cuts_by_shards
 from pipeline.run import RunOptions, run
+from pipeline.sitemap_xml import max_urlset_overhead
 from tests.output_check import read_output, state_file
 
 pytestmark = pytest.mark.integration
@@ -141,6 +143,25 @@ def _plan_only(opts: RunOptions) -> tuple[dict[str, Any], list[str], list[Shard]
         info = steps.plan_step(ctx)
         planned = json.loads(storage.open_storage(ctx.work).read_bytes("plan.json"))
         return info, planned["planned_uris"], load_shards(planned["shards_uri"])
+    finally:
+        steps.finish(ctx)
+
+
+def test_a_slice_that_cannot_be_cut_fails_the_plan(inventory: Path, tmp_path: Path) -> None:
+    """plan_step cuts each slice into shards on a thread, beside the next slice's sort
+    (plan_slices). A first run learns its longest line only when a slice is cut: a line
+    that no file can hold fails the plan with that error, and no plan is combined."""
+    limits = Limits(max_urls=50, max_bytes=max_urlset_overhead() + 60)
+    ctx = steps.begin(RunOptions(inventory=str(inventory), site_url=SITE,
+                                 out=str(tmp_path / "out"), limits=limits, run_time=T0,
+                                 plan_slice_rows=SLICE))
+    try:
+        steps.load_step(ctx)
+        steps.diff_step(ctx)
+        with pytest.raises(ConfigError, match="cannot hold one entry of section"):
+            steps.plan_step(ctx)
+        work = storage.open_storage(ctx.work)
+        assert work.exists(SLICES_KEY) and not work.exists("plan.json")
     finally:
         steps.finish(ctx)
 
