@@ -156,7 +156,8 @@ def plan_slices(work_uri: str, count: int, limits: Limits, *, output_format: str
     one process: a slice's shards are cut from its part (its narrow columns read back,
     numpy: one core) on a thread of its own while the next slice is set up and sorted, on
     the cores the sort leaves idle. At most one slice waits to be cut (its part's narrow
-    columns in memory, about 40 bytes a row)."""
+    columns in memory, about 35 bytes a row). A slice's seconds then run from the start of
+    its write to the end of its cut, which overlaps the next slice's write."""
     results: list[SliceResult] = []
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="plan-cut") as pool:
         cutting: Future[SliceResult] | None = None
