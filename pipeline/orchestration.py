@@ -164,13 +164,14 @@ def use_s3_connection(site: SiteConfig) -> None:
 
 @contextlib.contextmanager
 def step(site: SiteConfig) -> Iterator[None]:
-    """Around every step: S3 from the connection; a TerminalError (a full disk too) fails
-    without retries."""
+    """Around every step: S3 from the connection, no huge pages on request
+    (pipeline.hugepages); a TerminalError (a full disk too) fails without retries."""
     from airflow.sdk.exceptions import AirflowFailException
 
-    from pipeline import sql
+    from pipeline import hugepages, sql
     from pipeline.errors import TerminalError, out_of_space
 
+    hugepages.decline_on_request()
     use_s3_connection(site)
     try:
         yield

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from pipeline import steps
+from pipeline import hugepages, steps
 from pipeline.context import PublishSummary, RunContext
 from pipeline.progress import QUIET, Progress
 from pipeline.settings import RunOptions
@@ -38,6 +38,7 @@ def run(opts: RunOptions, progress: Progress = QUIET) -> dict[str, Any]:
     stage before notify: its summary says `unchanged`.
     """
     started, started_cpu = time.monotonic(), time.process_time()
+    hugepages.decline_on_request()
     # begin reads the live generation and, to know whether anything can change, every
     # inventory row once (pipeline.unchanged: about 15 s of CPU at 100M URLs): a line of its own.
     progress.step("begin")
@@ -150,6 +151,7 @@ def _notify_line(notify: dict[str, Any]) -> str:
 
 def dry_run(opts: RunOptions) -> dict[str, Any]:
     """Load, diff and plan; report what a run would change, publishing nothing."""
+    hugepages.decline_on_request()
     ctx = steps.begin(dataclasses.replace(opts, check_writable=False))
     try:
         steps.load_step(ctx)
