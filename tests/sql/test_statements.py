@@ -229,8 +229,8 @@ def test_url_line_escapes_and_formats(con: duckdb.DuckDBPyConnection) -> None:
 def test_url_line_bytes_is_the_rendered_length(con: duckdb.DuckDBPyConnection) -> None:
     """Plan budgets bytes with url_line_bytes; render builds url_line: they must agree."""
     con.register("rows", pa.table({
-        "url": ["https://e.com/a?x=1&y='2'", "https://e.com/<b>\"", "https://e.com/caf%C3%A9",
-                "https://e.com/é日本", "https://e.com/c"],
+        "url": ["https://e.com/a?x=1&y='2'", "https://e.com/%3Cb%3E%22&amp",
+                "https://e.com/caf%C3%A9", "https://e.com/é日本", "https://e.com/c"],
         "lastmod": pa.array([T, None, datetime(1, 1, 1, tzinfo=UTC), T, T],
                             pa.timestamp("us", tz="UTC")),
         "changefreq": ["daily", None, "never", "always", None],
