@@ -55,6 +55,9 @@ class RunContext:
     #: it is the live generation's own: then no stage runs and nothing is published.
     input_identity: str | None = None
     unchanged: bool = False
+    #: begin took no identity (the run does the work whatever it is): load takes it from the
+    #: rows it reads, and publish records load's.
+    identity_at_load: bool = False
 
     def summary(self) -> str:
         return (f"begin: generation {self.generation} at {self.run_time}, live "

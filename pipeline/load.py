@@ -50,6 +50,7 @@ from pipeline.limits import (
 )
 from pipeline.parquet import ROW_ID, register_parquet, write_parquet, write_partitioned
 from pipeline.progress import QUIET, Progress
+from pipeline.unchanged import ROW_SUMS, row_hash_columns
 from pipeline.urls import CLEAN_URL_REGEX, IRI_PATH_REGEX, Site, check_url
 
 log = logging.getLogger(__name__)
@@ -117,6 +118,9 @@ class LoadResult:
     constant_columns: tuple[str, ...] = ()
     #: The diff partitions the normalised rows are cut by (ValidRows.split).
     split: int = 1
+    #: The input rows' sums for their identity, as pipeline.unchanged.row_sums gives them
+    #: (`row_hashes`); None when not asked, or when rows needed cleaning.
+    row_sums: tuple[int, int, int, list[str]] | None = None
 
     @property
     def rejected_rows(self) -> int:
@@ -283,7 +287,7 @@ def load(inventory: str, site_url: str, work_uri: str, *, section_depth: int = 1
          keep_deprecated_tags: bool = False, con: duckdb.DuckDBPyConnection | None = None,
          progress: Progress = QUIET,
          diff_partitions: Callable[[int], int] | None = None,
-         bucket_sections: bool = False) -> LoadResult:
+         bucket_sections: bool = False, row_hashes: bool = False) -> LoadResult:
     """Read, check and validate the inventory; write valid rows and rejects under `work_uri`.
 
     `keep_deprecated_tags`: write the image tags Google no longer uses (extensions).
@@ -294,7 +298,9 @@ def load(inventory: str, site_url: str, work_uri: str, *, section_depth: int = 1
     `bucket_sections` (a first run): in one partition, write the rows in buckets of the
     path segments their section is named from (`normalized/bucket=K/`, K =
     hash(raw_section) % DIFFED_BUCKETS), which plan reads through the diff's query
-    (pipeline.diffed.DiffedView) instead of a copy of them written by the diff."""
+    (pipeline.diffed.DiffedView) instead of a copy of them written by the diff.
+    `row_hashes`: also sum two hashes of every input row, as pipeline.unchanged.row_sums
+    does (`LoadResult.row_sums`), in the pass that reads them anyway."""
     started = time.monotonic()
     site = Site.parse(site_url)
     files = list_inventory_files(inventory)
@@ -321,6 +327,8 @@ def load(inventory: str, site_url: str, work_uri: str, *, section_depth: int = 1
               "iri_regex": IRI_PATH_REGEX, "max_len": MAX_URL_LENGTH,
               "section_depth": section_depth}
     typed_columns = _typed_columns(types, duck_types, keep_deprecated_tags)
+    if row_hashes:  # each raw row's hashes: written with it, summed once it is written
+        typed_columns += row_hash_columns(list(duck_types))
     typed = f"SELECT {', '.join(typed_columns)} FROM inventory_raw"
     con.sql(typed).create_view("inventory_typed", replace=True)
     constants: tuple[str, ...] = ()
@@ -361,7 +369,12 @@ def load(inventory: str, site_url: str, work_uri: str, *, section_depth: int = 1
                 con.sql(typed.replace("false AS invalid_utf8", f"{INVALID_UTF8} AS invalid_utf8")
                         ).create_view("inventory_typed", replace=True)
                 normalized_uris = write_normalized()
+                row_hashes = False  # hashes of the cleaned rows: not row_sums' numbers
             register_normalized(con, normalized_uris, constants)
+            sums = None
+            if row_hashes:
+                n, a, b = sql.first_row(con, ROW_SUMS).values()
+                sums = (int(n), int(a), int(b), list(duck_types))
             con.register("repeated_url_hashes", repeated_url_hashes(con))
             con.execute(sql.load_sql("dedupe_rows"))
             con.unregister("repeated_url_hashes")
@@ -398,7 +411,7 @@ def load(inventory: str, site_url: str, work_uri: str, *, section_depth: int = 1
         field_issues=issues, normalized_uris=tuple(normalized_uris),
         duplicates_uri=duplicates_uri, rejects_uri=rejects_uri, site_prefix=site.prefix,
         section_depth=section_depth, files=files, seconds=time.monotonic() - started,
-        constant_columns=constants, split=split)
+        constant_columns=constants, split=split, row_sums=sums)
     progress.done(f"{input_rows:,} rows, {valid_rows:,} valid, {result.rejected_rows:,} rejected")
     log.info("load: %d input rows, %d valid, rejected %s, dropped fields %s (%.1f s)",
              input_rows, valid_rows, rejected or "none", result.field_issues, result.seconds)

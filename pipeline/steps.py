@@ -92,7 +92,8 @@ def begin(opts: RunOptions) -> RunContext:
     if gone:
         log.warning("begin: %d file(s) of the live generation are missing, e.g. %s; this run "
                     "uploads its shards again", len(gone), min(gone))
-    identity, skip_reason = _input_identity(opts, site, public, live.manifest, len(gone))
+    identity, skip_reason, identity_at_load = _input_identity(opts, site, public, live.manifest,
+                                                              len(gone))
     # Last: nothing after the work folder is made may fail without removing it.
     if opts.work:
         base = opts.work
@@ -110,7 +111,8 @@ def begin(opts: RunOptions) -> RunContext:
         own_work=opts.work is None, run_time=run_time.isoformat(), generation=generation,
         live_etag=live.etag, live_generation=live.generation, snapshot=snapshot,
         lease=bool(opts.lease_seconds), lease_owner=lease_owner, warnings=tuple(warnings),
-        input_identity=identity, unchanged=skip_reason is None)
+        input_identity=identity, unchanged=skip_reason is None,
+        identity_at_load=identity_at_load)
     # The live shard keys go to a work file, not into the context: a 1B-URL site has over
     # 20,000 of them, and the DAG hands the context to every task through XCom.
     try:
@@ -135,25 +137,43 @@ def begin(opts: RunOptions) -> RunContext:
 
 
 def _input_identity(opts: RunOptions, site: Site, public: str, live: Manifest | None,
-                    missing: int) -> tuple[str | None, str | None]:
-    """(the input's identity, why the run does the work: None when it can skip it). A dry
-    run, or one against another snapshot, always does the work, and takes no identity."""
+                    missing: int) -> tuple[str | None, str | None, bool]:
+    """(the input's identity, why the run does the work: None when it can skip it, whether
+    load takes the identity instead). A dry run, or one against another snapshot, always
+    does the work, and takes no identity. A run that must do the work whatever the identity
+    (pipeline.unchanged.work_regardless: a first run, another number of rows, ...) leaves it
+    to load, which takes it from the rows it reads: no scan of every row here."""
     from pipeline import unchanged
-    from pipeline.load import list_inventory_files
+    from pipeline.load import inventory_rows, list_inventory_files
 
     if opts.compare_snapshot or not opts.check_writable:
-        return None, "a dry run"
+        return None, "a dry run", False
     try:
         files = list_inventory_files(opts.inventory)
     except InventoryError:  # load says what is wrong, as it does for a first run
-        return None, "the inventory cannot be listed"
-    identity = unchanged.input_identity(files, {
-        "site_url": site.prefix, "public_url": public, "limits": asdict(opts.limits),
-        "section_depth": opts.section_depth, "keep_deprecated_tags": opts.keep_deprecated_tags,
-        "format": opts.format, "max_reject_share": opts.max_reject_share})
+        return None, "the inventory cannot be listed", False
     live_identity = unchanged.recorded(opts.state_uri, live["generation"]) if live else None
+    rows = None
+    if live is not None and live_identity is not None:
+        try:  # from the files' footers: no row is read
+            rows = inventory_rows(files)
+        except InventoryError:  # load says what is wrong
+            rows = None
+    regardless = unchanged.work_regardless(live, live_identity, force=opts.force,
+                                           missing_files=missing, rebuild=opts.rebuild, rows=rows)
+    if regardless is not None:
+        return None, regardless, True
+    identity = unchanged.input_identity(files, identity_options(opts, site.prefix, public))
     return identity, unchanged.why_not_skipped(live, live_identity, identity, force=opts.force,
-                                              missing_files=missing, rebuild=opts.rebuild)
+                                              missing_files=missing, rebuild=opts.rebuild,
+                                              rows=rows), False
+
+
+def identity_options(opts: RunOptions, site_prefix: str, public: str) -> dict[str, Any]:
+    """The options that shape the output, as the input's identity holds them."""
+    return {"site_url": site_prefix, "public_url": public, "limits": asdict(opts.limits),
+            "section_depth": opts.section_depth, "keep_deprecated_tags": opts.keep_deprecated_tags,
+            "format": opts.format, "max_reject_share": opts.max_reject_share}
 
 
 def live_keys(ctx: RunContext) -> set[str]:
@@ -210,6 +230,7 @@ def load_step(ctx: RunContext, progress: Any = None) -> LoadCounts:
                           rejected=c["rejected"], rejected_rows=c["rejected_rows"],
                           not_indexable=c.get("not_indexable", 0),
                           dropped_fields=c["dropped_fields"], seconds=0.0, diff_partitions=0)
+    from pipeline import unchanged
     from pipeline.diff import (
         SNAPSHOT_SPLIT_PARTITIONS,
         partitions_for,
@@ -228,7 +249,10 @@ def load_step(ctx: RunContext, progress: Any = None) -> LoadCounts:
                   progress=progress,
                   diff_partitions=lambda rows: ctx.options.diff_partitions or partitions_for(
                       rows, first_run=not ctx.snapshot),
-                  bucket_sections=not ctx.snapshot)
+                  bucket_sections=not ctx.snapshot,
+                  row_hashes=ctx.identity_at_load)
+    identity = unchanged.identity_of(result.row_sums, identity_options(
+        ctx.options, ctx.site_url, ctx.public_url)) if ctx.identity_at_load else None
     partitions = result.split
     started = time.monotonic()
     # Each diff partition's snapshot rows, in one scan: a partition whose rows match them
@@ -251,7 +275,7 @@ def load_step(ctx: RunContext, progress: Any = None) -> LoadCounts:
     _save(ctx, "load.json", {**counts.to_dict(), "valid": asdict(result.valid),
                              "rejects_uri": result.rejects_uri,
                              "previous_partition_rows": previous_rows,
-                             "previous_split": previous_split})
+                             "previous_split": previous_split, "input_identity": identity})
     check_rejects(result.input_rows, result.rejected, ctx.options.max_reject_share)
     return counts
 
@@ -524,7 +548,9 @@ def publish_step(ctx: RunContext, render_uris: list[str]) -> PublishSummary:
         warnings=list(ctx.warnings))
     # The live generation, new or kept, is what this input makes: the next run of the same
     # input skips the work.
-    unchanged.record(ctx.state, result.manifest["generation"], ctx.input_identity)
+    identity = _read(ctx, "load.json").get("input_identity") if ctx.identity_at_load \
+        else ctx.input_identity
+    unchanged.record(ctx.state, result.manifest["generation"], identity)
     return _summary(ctx, result.manifest, result.published, counts)
 
 

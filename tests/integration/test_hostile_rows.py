@@ -122,3 +122,6 @@ def test_invalid_utf8_rows_are_rejected_not_fatal(tmp_path: Path) -> None:
         f"SELECT url, reason FROM read_parquet('{state_file(str(out), published.manifest, 'rejects')}') "
         "ORDER BY row_id").fetchall()
     assert rejects == [(SITE + "p/\\xff\\xfe", "invalid_utf8"), (SITE + "p/3", "invalid_utf8")]
+    # rows that needed cleaning have no input identity: none is recorded (the next run of
+    # them does the work)
+    assert not (out / "_state" / "input-identity.json").exists()

@@ -75,6 +75,39 @@ def test_the_same_rows_again_change_nothing(tmp_path: Path) -> None:
     assert not other["unchanged"] and "load" in other["stage_seconds"]
 
 
+def test_an_input_of_another_size_is_identified_by_load(tmp_path: Path) -> None:
+    """A run that must do the work whatever its identity (here: more rows than the live
+    generation's input) takes no identity in begin: load takes it from the rows it reads,
+    and the next run of the same rows is unchanged."""
+    from pipeline import steps
+
+    rows: list[tuple[str, datetime | None]] = [(f"{SITE}a/{i:04d}", T0) for i in range(200)]
+    inv, out = _write(tmp_path / "inv.parquet", rows), tmp_path / "out"
+    assert _run(inv, out, T0)["published"]
+    rows.append((f"{SITE}a/new", T0))
+    _write(tmp_path / "inv.parquet", rows)
+    opts = RunOptions(inventory=inv, site_url=SITE, out=str(out),
+                      run_time=T0 + timedelta(days=1))
+    ctx = steps.begin(opts)
+    try:
+        assert ctx.identity_at_load and ctx.input_identity is None and not ctx.unchanged
+    finally:
+        steps.finish(ctx)
+    grown = _run(inv, out, T0 + timedelta(days=1))
+    assert grown["published"] and grown["counts"]["added"] == 1
+    again = _run(inv, out, T0 + timedelta(days=2))
+    assert again["unchanged"] and again["generation"] == grown["generation"]
+    # the same number of rows, one changed: begin takes the identity, and it differs
+    rows[0] = (rows[0][0], T0 + timedelta(hours=1))
+    _write(tmp_path / "inv.parquet", rows)
+    ctx = steps.begin(RunOptions(inventory=inv, site_url=SITE, out=str(out),
+                                 run_time=T0 + timedelta(days=3)))
+    try:
+        assert not ctx.identity_at_load and ctx.input_identity and not ctx.unchanged
+    finally:
+        steps.finish(ctx)
+
+
 def test_a_clamped_future_lastmod_is_never_unchanged(tmp_path: Path) -> None:
     rows: list[tuple[str, datetime | None]] = [(f"{SITE}a/{i}", T0) for i in range(20)]
     rows.append((f"{SITE}a/future", T0 + timedelta(days=30)))

@@ -87,6 +87,60 @@ def test_why_not_skipped() -> None:
     assert "clamped" in (why("abc", "abc", m=clamped) or "")
 
 
+def test_work_regardless_needs_no_identity() -> None:
+    """What makes a run do the work whatever its input's identity: then begin takes none
+    (load does)."""
+    live: dict = {"generation": "g1", "counts": {"lastmod_clamped": 0, "input_rows": 100}}
+
+    def regardless(live_id: str | None = "abc", m: dict | None = live, rows: int | None = 100,
+                   **kw: object) -> str | None:
+        return unchanged.work_regardless(m, live_id, rows=rows,  # type: ignore[arg-type]
+                                         **{"force": False, "missing_files": 0, **kw})
+
+    assert regardless() is None  # only the identity can tell
+    assert regardless(rows=None) is None  # the row count unknown: the identity tells
+    assert regardless(m=None) == "no live generation"
+    assert regardless(None) == "no input identity is recorded for the live generation"
+    assert regardless(rows=101) == "the inventory has 101 rows, the live generation's input 100"
+    assert regardless(force=True) == "--force"
+    assert regardless(rebuild=True) == "--rebuild"
+    assert regardless(missing_files=2)
+    assert "clamped" in (regardless(m={**live, "counts": {"lastmod_clamped": 1}}) or "")
+    # a live manifest without the input's rows: the identity tells
+    assert regardless(m={"generation": "g1", "counts": {}}, rows=5) is None
+    # why_not_skipped gives the same reasons first
+    assert unchanged.why_not_skipped(live, "abc", "abc", force=False, missing_files=0,
+                                     rows=101) == regardless(rows=101)
+
+
+def test_load_sums_the_rows_as_begin_does(tmp_path: Path) -> None:
+    """load's sums of its rows' hashes (`row_hashes`) are row_sums' numbers, Hive partition
+    columns, rejected and duplicate rows included: the identity is the same either way."""
+    from pipeline.load import load
+
+    inv = tmp_path / "inv"
+    for shop, first in (("a", 0), ("b", 50)):
+        (inv / f"shop={shop}").mkdir(parents=True)
+        urls = [f"https://www.example.com/p/{i}" for i in range(first, first + 50)]
+        urls[3] = "ftp://elsewhere/x"  # rejected
+        urls[4] = urls[5]  # a duplicate
+        pq.write_table(pa.table({"url": urls, "lastmod": pa.array([T] * 50, pa.timestamp(
+            "us", "UTC")), "priority": pa.array([0.5] * 49 + [None])}),
+            inv / f"shop={shop}" / "0.parquet")
+    files = sorted(str(p) for p in inv.rglob("*.parquet"))
+    loaded = load(str(inv), "https://www.example.com/", str(tmp_path / "work"), row_hashes=True)
+    assert loaded.row_sums is not None and loaded.row_sums[3] == ["url", "lastmod", "priority",
+                                                                  "shop"]
+    assert loaded.row_sums == unchanged.row_sums(files)
+    assert unchanged.identity_of(loaded.row_sums, OPTIONS) == unchanged.input_identity(
+        files, OPTIONS)
+    # not asked: no sums, and the rows' files hold no hash columns
+    plain = load(str(inv), "https://www.example.com/", str(tmp_path / "work2"))
+    assert plain.row_sums is None
+    written = pq.read_schema(plain.normalized_uris[0]).names
+    assert not set(unchanged.ROW_HASH_COLUMNS) & set(written)
+
+
 def test_the_record_applies_to_its_generation_only(tmp_path: Path) -> None:
     state = str(tmp_path / "state")
     assert unchanged.recorded(state, "g1") is None
