@@ -50,7 +50,7 @@ from pipeline.limits import (
 )
 from pipeline.parquet import ROW_ID, register_parquet, write_parquet, write_partitioned
 from pipeline.progress import QUIET, Progress
-from pipeline.unchanged import ROW_SUMS, row_hash_columns
+from pipeline.unchanged import ROW_SUMS, row_hash_column
 from pipeline.urls import CLEAN_URL_REGEX, IRI_PATH_REGEX, Site, check_url
 
 log = logging.getLogger(__name__)
@@ -299,8 +299,8 @@ def load(inventory: str, site_url: str, work_uri: str, *, section_depth: int = 1
     path segments their section is named from (`normalized/bucket=K/`, K =
     hash(raw_section) % DIFFED_BUCKETS), which plan reads through the diff's query
     (pipeline.diffed.DiffedView) instead of a copy of them written by the diff.
-    `row_hashes`: also sum two hashes of every input row, as pipeline.unchanged.row_sums
-    does (`LoadResult.row_sums`), in the pass that reads them anyway."""
+    `row_hashes`: also sum a hash of every input row, as pipeline.unchanged.row_sums does
+    (`LoadResult.row_sums`), in the pass that reads them anyway."""
     started = time.monotonic()
     site = Site.parse(site_url)
     files = list_inventory_files(inventory)
@@ -327,8 +327,8 @@ def load(inventory: str, site_url: str, work_uri: str, *, section_depth: int = 1
               "iri_regex": IRI_PATH_REGEX, "max_len": MAX_URL_LENGTH,
               "section_depth": section_depth}
     typed_columns = _typed_columns(types, duck_types, keep_deprecated_tags)
-    if row_hashes:  # each raw row's hashes: written with it, summed once it is written
-        typed_columns += row_hash_columns(list(duck_types))
+    if row_hashes:  # each raw row's hash: written with it, summed once it is written
+        typed_columns.append(row_hash_column(list(duck_types)))
     typed = f"SELECT {', '.join(typed_columns)} FROM inventory_raw"
     con.sql(typed).create_view("inventory_typed", replace=True)
     constants: tuple[str, ...] = ()

@@ -5,9 +5,11 @@ diff, plan, render or publish, no new generation (the common nightly case of an 
 that did not change costs a scan of it instead of a build).
 
 The input's identity is a digest of:
-- the inventory's rows: their count and two sums of 64-bit hashes of whole rows. A sum,
-  not an order: the same rows in another order or another file layout are the same input;
-  a sum, not an XOR: two equal rows added do not cancel out;
+- the inventory's rows: their count and two sums over a 64-bit hash of each whole row, of
+  the hashes and of a hash of each (so that no two changes of rows that happen to cancel
+  out in one sum cancel out in the other). A sum, not an order: the same rows in another
+  order or another file layout are the same input; a sum, not an XOR: two equal rows added
+  do not cancel out;
 - the options that shape the output (site and public URL, limits, section depth,
   deprecated tags, format, the reject guard) and the renderer's version.
 
@@ -19,9 +21,9 @@ begin takes the identity (a scan of every inventory row: 10M rows, 1.3-1.6 s of 
 where it decides something: when nothing else already says the run must do the work
 (`work_regardless`: no live generation, no identity recorded for it, --force, --rebuild,
 missing files, clamped lastmods, or another number of rows than the live generation's input).
-Otherwise load takes it in the pass that reads every row anyway (`row_hash_columns`,
-`ROW_SUMS`: two more hashes a row, written and summed, about a third of that CPU), from the
-very rows it loads. A rollback or another run's publish changes the live
+Otherwise load takes it in the pass that reads every row anyway (`row_hash_column`,
+`ROW_SUMS`: each row's hash written beside it and summed once written), from the very rows
+it loads. A rollback or another run's publish changes the live
 generation, and the record no longer applies.
 
 A run is unchanged only when nothing live depends on the clock as well: no news (an
@@ -57,23 +59,22 @@ def _version() -> str:
         return "source"
 
 
-#: load's columns of each input row's two hashes (row_hash_columns), summed by ROW_SUMS.
-ROW_HASH_COLUMNS = ("_input_row_hash", "_input_row_check")
+#: load's column of each input row's hash (row_hash_column), summed by ROW_SUMS.
+ROW_HASH_COLUMN = "_input_row_hash"
 #: The sums of load's row hashes over `normalized` (every input row): row_sums' numbers.
-ROW_SUMS = (f"SELECT count(*) AS n, coalesce(sum({ROW_HASH_COLUMNS[0]}::HUGEINT), 0) AS a, "
-            f"coalesce(sum({ROW_HASH_COLUMNS[1]}::HUGEINT), 0) AS b FROM normalized")
+ROW_SUMS = (f"SELECT count(*) AS n, coalesce(sum({ROW_HASH_COLUMN}::HUGEINT), 0) AS a, "
+            f"coalesce(sum(hash({ROW_HASH_COLUMN})::HUGEINT), 0) AS b FROM normalized")
 
 
-def row_hash_columns(columns: Sequence[str]) -> list[str]:
-    """SQL of ROW_HASH_COLUMNS over a view of the inventory's `columns` (in file order, Hive
-    partition columns included): the hashes row_sums sums, hash(t) and hash('#', t), of
-    the same row value."""
+def row_hash_column(columns: Sequence[str]) -> str:
+    """SQL of ROW_HASH_COLUMN over a view of the inventory's `columns` (in file order, Hive
+    partition columns included): the hash of the row value that row_sums hashes."""
     row = "row(" + ", ".join('"' + c.replace('"', '""') + '"' for c in columns) + ")"
-    return [f"hash({row}) AS {ROW_HASH_COLUMNS[0]}", f"hash('#', {row}) AS {ROW_HASH_COLUMNS[1]}"]
+    return f"hash({row}) AS {ROW_HASH_COLUMN}"
 
 
 def row_sums(files: Sequence[str]) -> tuple[int, int, int, list[str]] | None:
-    """(rows, sum of hash(row), sum of hash('#', row), column names) of the inventory
+    """(rows, sum of hash(row), sum of hash(hash(row)), column names) of the inventory
     files; None when DuckDB cannot read them as they are (invalid UTF-8: the load cleans
     a copy)."""
     from pipeline.parquet import register_parquet
@@ -84,8 +85,9 @@ def row_sums(files: Sequence[str]) -> tuple[int, int, int, list[str]] | None:
         # hash(t): the whole row as one struct value, Hive partition columns included.
         columns = con.sql("SELECT * FROM inventory_rows LIMIT 0").columns
         rows, first, second = sql.first_row(
-            con, "SELECT count(*) AS n, coalesce(sum(hash(t)::HUGEINT), 0) AS a, "
-                 "coalesce(sum(hash('#', t)::HUGEINT), 0) AS b FROM inventory_rows t").values()
+            con, "SELECT count(*) AS n, coalesce(sum(h::HUGEINT), 0) AS a, "
+                 "coalesce(sum(hash(h)::HUGEINT), 0) AS b "
+                 "FROM (SELECT hash(t) AS h FROM inventory_rows t)").values()
     except duckdb.Error as exc:
         # load reports the inventory's problem (or cleans the rows) in its own words
         log.debug("begin: no identity of the inventory (%s)", " ".join(str(exc).split())[:200])
