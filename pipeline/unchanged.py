@@ -6,8 +6,8 @@ that did not change costs a scan of it instead of a build).
 
 The input's identity is a digest of:
 - the inventory's rows: their count and two sums over a 64-bit hash of each whole row, of
-  the hashes and of a hash of each (so that no two changes of rows that happen to cancel
-  out in one sum cancel out in the other). A sum, not an order: the same rows in another
+  the hashes and of a hash of each (changes of rows whose hashes happen to cancel out in
+  one sum are told apart by the other). A sum, not an order: the same rows in another
   order or another file layout are the same input; a sum, not an XOR: two equal rows added
   do not cancel out;
 - the options that shape the output (site and public URL, limits, section depth,
@@ -15,16 +15,16 @@ The input's identity is a digest of:
 
 Every publish (of a new generation, or of none because nothing changed) records the
 identity with the live generation's id in the state (INPUT_IDENTITY_KEY); the next run
-compares its own with it.
+compares its own with it. A rollback or another run's publish changes the live
+generation, and the record no longer applies.
 
-begin takes the identity (a scan of every inventory row: 10M rows, 1.3-1.6 s of CPU) only
+begin takes the identity (a scan of every inventory row: 10M rows, 1.0-1.2 s of CPU) only
 where it decides something: when nothing else already says the run must do the work
 (`work_regardless`: no live generation, no identity recorded for it, --force, --rebuild,
 missing files, clamped lastmods, or another number of rows than the live generation's input).
 Otherwise load takes it in the pass that reads every row anyway (`row_hash_column`,
 `ROW_SUMS`: each row's hash written beside it and summed once written), from the very rows
-it loads. A rollback or another run's publish changes the live
-generation, and the record no longer applies.
+it loads.
 
 A run is unchanged only when nothing live depends on the clock as well: no news (an
 article leaves the news sitemaps two days after its publication, and one dated ahead
