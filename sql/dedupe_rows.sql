@@ -5,17 +5,19 @@
 -- normalised URL, the one with the newest lastmod is kept (rows without lastmod count as
 -- oldest), ties go to the row that came first in the inventory. Only the rows of a
 -- repeated hash are ranked (a hash collision only makes a candidate, the rank is by
--- URL); the result is small: one row id per duplicate.
+-- URL); the result is small: one row a duplicate, its id with the fields its reject
+-- gives (rejected_rows), taken here from the few candidates instead of in a pass over
+-- every row of `normalized` (10M rows: 0.2 s less).
 -- Parameters: none.
 CREATE OR REPLACE TABLE duplicate_rows AS
 WITH candidates AS (
-    SELECT row_id, url, lastmod
+    SELECT row_id, url, lastmod, original_url, changefreq, priority
     FROM normalized
     WHERE url_hash IN (SELECT url_hash FROM repeated_url_hashes)
 )
-SELECT row_id
+SELECT row_id, url, lastmod, original_url, changefreq, priority
 FROM (
-    SELECT row_id, row_number() OVER (
+    SELECT *, row_number() OVER (
                PARTITION BY url ORDER BY lastmod DESC NULLS LAST, row_id) AS rank
     FROM candidates
 )

@@ -40,6 +40,9 @@ def test_dedupe_keeps_newest_lastmod_then_first_row(con: duckdb.DuckDBPyConnecti
         "url": ["u1", "u1", "u2", "u2", None, "u3"],
         "reason": [None, None, None, None, "empty", None],
         "lastmod": [EARLIER, T, None, None, None, None],
+        "original_url": [" u1", None, None, None, "  ", None],
+        "changefreq": ["daily", None, None, "weekly", None, None],
+        "priority": [0.5, None, None, None, None, None],
     }))
     monkeypatch.setattr(load, "DEDUPE_PASS_ROWS", pass_rows)
     repeated = load.repeated_url_hashes(con)
@@ -52,6 +55,9 @@ def test_dedupe_keeps_newest_lastmod_then_first_row(con: duckdb.DuckDBPyConnecti
     got = con.sql("SELECT row_id, reason FROM classified ORDER BY row_id").fetchall()
     assert got == [(1, "duplicate"), (2, None), (3, None), (4, "duplicate"), (5, "empty"),
                    (6, None)]
+    # each duplicate with its own fields, as its reject gives them (rejected_rows)
+    assert con.sql("SELECT * FROM duplicate_rows ORDER BY row_id").fetchall() == [
+        (1, "u1", EARLIER, " u1", "daily", 0.5), (4, "u2", None, None, "weekly", None)]
 
 
 def test_repeated_url_hashes_in_both_halves_of_the_hash_range(
@@ -471,7 +477,11 @@ def test_rejected_rows_and_field_issues(con: duckdb.DuckDBPyConnection) -> None:
         "priority_invalid": [False, False, True, False, False],
         "images_dropped": [3, 9, None, None, 1], "videos_dropped": [None, None, 1, None, None],
         "alternates_dropped": [0, 0, 2, 0, 0], "deprecated_tags": [4, 7, 1, 0, 0]}))
-    con.register("duplicate_rows", pa.table({"row_id": [5]}))
+    # as dedupe_rows keeps it: the duplicate's id and its own fields
+    con.register("duplicate_rows", pa.table({
+        "row_id": [5], "url": ["https://e.com/a"], "lastmod": pa.array([EARLIER], pa.timestamp(
+            "us", tz="UTC")), "original_url": ["https://E.com/a"], "changefreq": ["never"],
+        "priority": [0.1]}))
     con.execute(sql.load_sql("classified_rows"))
     assert con.sql(f"SELECT * FROM ({sql.load_sql('rejected_rows').rstrip().rstrip(';')}) "
                    "ORDER BY row_id").fetchall() == [
