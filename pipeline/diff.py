@@ -147,20 +147,24 @@ def check_partition(partition: int, partitions: int) -> None:
 
 def register_partition(con: duckdb.DuckDBPyConnection, valid: ValidRows, snapshot_uri: str | None,
                        partition: int = 0, partitions: int = 1,
-                       previous_files: Sequence[str] | None = None) -> None:
+                       previous_files: Sequence[str] | None = None,
+                       unchanged_sections: Sequence[str] = ()) -> None:
     """The views `current_rows` and `previous_rows`: both sides of one partition's join.
-    `previous_files`: the partition's snapshot rows as split_snapshot cut them, if it did."""
+    `previous_files`: the partition's snapshot rows as split_snapshot cut them, if it did.
+    `unchanged_sections`: sections left out on both sides (pipeline.unchanged)."""
     check_partition(partition, partitions)
-    if partitions == 1:
+    if partitions == 1 and not unchanged_sections:
         register_valid(con, "current_rows", valid)
         register_snapshot(con, snapshot_uri)
         return
     # Each side's own rows' files when load cut them by these partitions; the filters of
     # current_partition and previous_partition stay either way.
-    register_valid(con, "current_all", valid, valid.normalized_files(partition, partitions))
+    register_valid(con, "current_all", valid, valid.normalized_files(partition, partitions)
+                   if partitions > 1 else None)
     register_snapshot(con, snapshot_uri if previous_files is None else previous_files,
                       name="previous_all")
-    params = {"partition": partition, "partitions": partitions}
+    params = {"partition": partition, "partitions": partitions,
+              "unchanged_sections": list(unchanged_sections)}
     con.sql(sql.load_sql("current_partition"), params=params).create_view(
         "current_rows", replace=True)
     con.sql(sql.load_sql("previous_partition"), params=params).create_view(
@@ -168,16 +172,19 @@ def register_partition(con: duckdb.DuckDBPyConnection, valid: ValidRows, snapsho
 
 
 def split_snapshot(snapshot_uri: str, partitions: int, work_uri: str,
-                   con: duckdb.DuckDBPyConnection | None = None
+                   con: duckdb.DuckDBPyConnection | None = None,
+                   unchanged_sections: Sequence[str] = ()
                    ) -> tuple[list[list[str]], list[int]]:
     """Write the snapshot's rows cut by diff partition (sql/previous_split.sql) under
     `previous/diff_partition=K/` of the work prefix, once for every partition; returns each
-    partition's files and rows (previous_partition_rows' counts), in partition order."""
+    partition's files and rows (previous_partition_rows' counts), in partition order.
+    `unchanged_sections`: their rows are left out (the diff leaves them out)."""
     started = time.monotonic()
     con = con or sql.connect()
     register_parquet(con, "snapshot_file", [snapshot_uri])
     files = write_partitioned(
-        con, con.sql(sql.load_sql("previous_split"), params={"partitions": partitions}),
+        con, con.sql(sql.load_sql("previous_split"), params={
+            "partitions": partitions, "unchanged_sections": list(unchanged_sections)}),
         storage.open_storage(work_uri), PREVIOUS_FOLDER, DIFF_PARTITION_COLUMN)
     rows: dict[int, int] = {}
     if files:  # the counts from the files' footers: no row is read again
@@ -192,24 +199,27 @@ def split_snapshot(snapshot_uri: str, partitions: int, work_uri: str,
 
 
 def previous_partition_rows(snapshot_uri: str | None, partitions: int,
-                            con: duckdb.DuckDBPyConnection | None = None) -> list[int]:
-    """How many snapshot rows each diff partition holds (sql/previous_partition_rows.sql):
-    one scan of the snapshot's URLs; all zero without a snapshot."""
+                            con: duckdb.DuckDBPyConnection | None = None,
+                            unchanged_sections: Sequence[str] = ()) -> list[int]:
+    """How many snapshot rows each diff partition holds (sql/previous_partition_rows.sql),
+    but those of `unchanged_sections`: one scan of the snapshot's URLs; all zero without a
+    snapshot."""
     if not snapshot_uri:
         return [0] * partitions
     con = con or sql.connect()
     register_snapshot(con, snapshot_uri, name="previous_all")
-    rows = dict(con.sql(sql.load_sql("previous_partition_rows"),
-                        params={"partitions": partitions}).fetchall())
+    rows = dict(con.sql(sql.load_sql("previous_partition_rows"), params={
+        "partitions": partitions, "unchanged_sections": list(unchanged_sections)}).fetchall())
     return [int(rows.get(p, 0)) for p in range(partitions)]
 
 
 def diff_relation(con: duckdb.DuckDBPyConnection, valid: ValidRows, snapshot_uri: str | None,
                   run_time: datetime, with_news: bool = True, partition: int = 0,
-                  partitions: int = 1, previous_files: Sequence[str] | None = None
-                  ) -> duckdb.DuckDBPyRelation:
+                  partitions: int = 1, previous_files: Sequence[str] | None = None,
+                  unchanged_sections: Sequence[str] = ()) -> duckdb.DuckDBPyRelation:
     """The diffed rows of one partition (sql/diff_rows.sql) as a relation, not yet run."""
-    register_partition(con, valid, snapshot_uri, partition, partitions, previous_files)
+    register_partition(con, valid, snapshot_uri, partition, partitions, previous_files,
+                       unchanged_sections)
     return con.sql(sql.load_sql("diff_rows"), params={
         "run_time": run_time, "news_section": NEWS_SECTION,
         "news_max_age_days": NEWS_MAX_AGE_DAYS, "with_news": with_news})
@@ -218,7 +228,8 @@ def diff_relation(con: duckdb.DuckDBPyConnection, valid: ValidRows, snapshot_uri
 def diff(valid: ValidRows, snapshot_uri: str | None, run_time: datetime, work_uri: str, *,
          with_news: bool = True, con: duckdb.DuckDBPyConnection | None = None,
          partition: int = 0, partitions: int = 1, previous_rows: int | None = None,
-         previous_files: Sequence[str] | None = None) -> DiffResult:
+         previous_files: Sequence[str] | None = None,
+         unchanged_sections: Sequence[str] = ()) -> DiffResult:
     """Diff one partition of the valid rows against the same partition of the snapshot.
 
     Writes `diffed/part-NNNNN.parquet` (a first run in forced partitions:
@@ -228,6 +239,8 @@ def diff(valid: ValidRows, snapshot_uri: str | None, run_time: datetime, work_ur
     `combine` adds partitions up.
     `previous_rows`: the partition's snapshot rows (previous_partition_rows), if known.
     `previous_files`: the partition's snapshot rows as split_snapshot cut them, if it did.
+    `unchanged_sections`: sections left out on both sides (pipeline.unchanged: their rows
+    are all unchanged, counted by the caller).
     """
     started = time.monotonic()
     con = con or sql.connect()
@@ -241,7 +254,7 @@ def diff(valid: ValidRows, snapshot_uri: str | None, run_time: datetime, work_ur
     con.execute("SET disabled_optimizers = 'join_order,build_side_probe_side'")
     try:
         rel = diff_relation(con, valid, snapshot_uri, run_time, with_news, partition, partitions,
-                            previous_files)
+                            previous_files, unchanged_sections)
         # The columns of one value left out (register_diffed puts them back)
         left_out = {*plain_omitted(valid.constant_columns, with_news),
                     *(FIRST_RUN_OMITTED if snapshot_uri is None else ())}

@@ -109,6 +109,8 @@ SLICES_KEY = "plan-slices.json"
 BOUNDS_KEY = "plan-bounds.parquet"
 #: The shard keys of the generation live when the run began.
 LIVE_KEYS = "live_keys.json"
+#: The sections load found unchanged (pipeline.unchanged): each one's rows and live shards.
+UNCHANGED_SECTIONS_KEY = "unchanged-sections.json"
 
 
 def root_index_name(n: int) -> str:

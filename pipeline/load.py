@@ -121,6 +121,9 @@ class LoadResult:
     #: The input rows' sums for their identity, as pipeline.unchanged.row_sums gives them
     #: (`row_hashes`); None when not asked, or when rows needed cleaning.
     row_sums: tuple[int, int, int, list[str]] | None = None
+    #: Each section's rows (sql/section_sums.sql: section, rows, two sums of the row hashes,
+    #: newest lastmod as ISO 8601), with `row_sums`; None without them.
+    section_sums: list[tuple[str, int, int, int, str | None]] | None = None
 
     @property
     def rejected_rows(self) -> int:
@@ -300,7 +303,8 @@ def load(inventory: str, site_url: str, work_uri: str, *, section_depth: int = 1
     hash(raw_section) % DIFFED_BUCKETS), which plan reads through the diff's query
     (pipeline.diffed.DiffedView) instead of a copy of them written by the diff.
     `row_hashes`: also sum a hash of every input row, as pipeline.unchanged.row_sums does
-    (`LoadResult.row_sums`), in the pass that reads them anyway."""
+    (`LoadResult.row_sums`), in the pass that reads them anyway, and each section's
+    (`LoadResult.section_sums`)."""
     started = time.monotonic()
     site = Site.parse(site_url)
     files = list_inventory_files(inventory)
@@ -379,6 +383,14 @@ def load(inventory: str, site_url: str, work_uri: str, *, section_depth: int = 1
             con.execute(sql.load_sql("dedupe_rows"))
             con.unregister("repeated_url_hashes")
             con.execute(sql.load_sql("classified_rows"))
+            section_sums = None
+            if sums is not None:  # each section's share of them (pipeline.unchanged)
+                con.execute(sql.load_sql("section_slugs"))
+                section_sums = [
+                    (section, int(rows), int(a), int(b),
+                     None if newest is None else newest.isoformat())
+                    for section, rows, a, b, newest in con.sql(
+                        sql.load_sql("section_sums")).fetchall()]
             not_reciprocal = (int(sql.scalar(con, sql.load_sql("alternates_not_reciprocal")))
                               if "alternates" in types else 0)
         except duckdb.Error as exc:
@@ -411,7 +423,7 @@ def load(inventory: str, site_url: str, work_uri: str, *, section_depth: int = 1
         field_issues=issues, normalized_uris=tuple(normalized_uris),
         duplicates_uri=duplicates_uri, rejects_uri=rejects_uri, site_prefix=site.prefix,
         section_depth=section_depth, files=files, seconds=time.monotonic() - started,
-        constant_columns=constants, split=split, row_sums=sums)
+        constant_columns=constants, split=split, row_sums=sums, section_sums=section_sums)
     progress.done(f"{input_rows:,} rows, {valid_rows:,} valid, {result.rejected_rows:,} rejected")
     log.info("load: %d input rows, %d valid, rejected %s, dropped fields %s (%.1f s)",
              input_rows, valid_rows, rejected or "none", result.field_issues, result.seconds)

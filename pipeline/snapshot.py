@@ -116,8 +116,13 @@ def register_snapshot(con: duckdb.DuckDBPyConnection,
 def write_snapshot(store: storage.Storage, key: str, *, planned_uris: Sequence[str],
                    shards: Sequence[Shard], diffed_uris: Sequence[str], bounds_uri: str,
                    output_format: str, added_key: str | None = None,
-                   diffed_view: DiffedView | None = None) -> int:
+                   diffed_view: DiffedView | None = None,
+                   previous_uri: str | None = None, unchanged_sections: Sequence[str] = ()
+                   ) -> int:
     """Write the snapshot to `key` of `store` (LZ4_RAW); returns its row count.
+
+    `unchanged_sections`: sections the run left out as unchanged (pipeline.unchanged),
+    whose rows are taken as they are from the live snapshot at `previous_uri`.
 
     `added_key`: also write every row, as added, to this key of `store` as the changes
     (CHANGES_SCHEMA): a first run's, which the diff left to this pass over the rows.
@@ -199,6 +204,16 @@ def write_snapshot(store: storage.Storage, key: str, *, planned_uris: Sequence[s
             for batch in con.sql(sql.load_sql("reused_rows")).to_arrow_reader(65_536):
                 write(batch, batch.column("shard"), batch.column("section_code"))
                 rows += batch.num_rows
+        if unchanged_sections:
+            con = sql.connect()
+            register_snapshot(con, previous_uri)
+            con.register("kept_sections", pa.table({
+                "section": pa.array(list(unchanged_sections), pa.string()),
+                "section_code": pa.array([section_code[s] for s in unchanged_sections],
+                                         pa.int32())}))
+            for batch in con.sql(sql.load_sql("kept_section_rows")).to_arrow_reader(65_536):
+                write(batch, batch.column("shard"), batch.column("section_code"))
+                rows += batch.num_rows
     return rows
 
 
@@ -269,7 +284,8 @@ class StoredState:
 def save_state(*, planned_uris: Sequence[str], shards: Sequence[Shard], diffed_uris: Sequence[str],
                bounds_uri: str, changes_uris: Sequence[str], work_uri: str, state_uri: str,
                generation: str, output_format: str,
-               diffed_view: DiffedView | None = None) -> StoredState:
+               diffed_view: DiffedView | None = None, previous_uri: str | None = None,
+               unchanged_sections: Sequence[str] = ()) -> StoredState:
     """Store the generation's snapshot, rejects and changes under the state prefix.
 
     The changes go to the state as one `changes.parquet`, whatever the number of diff
@@ -285,7 +301,8 @@ def save_state(*, planned_uris: Sequence[str], shards: Sequence[Shard], diffed_u
     changes = generation_key(generation, CHANGES_KEY)
     write_snapshot(state, snapshot_key, planned_uris=planned_uris, shards=shards,
                    diffed_uris=diffed_uris, bounds_uri=bounds_uri, output_format=output_format,
-                   added_key=None if changes_uris else changes, diffed_view=diffed_view)
+                   added_key=None if changes_uris else changes, diffed_view=diffed_view,
+                   previous_uri=previous_uri, unchanged_sections=unchanged_sections)
     files = {"snapshot": state.uri(snapshot_key)}
     with work.local_path(REJECTS_KEY) as path:
         state.upload_file(path, rejects_key)

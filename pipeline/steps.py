@@ -34,7 +34,7 @@ from pipeline.context import (
 from pipeline.diffed import DiffedView
 from pipeline.errors import InternalError, InventoryError, PublishConflict, TooManyRejects
 from pipeline.extensions import ext_always_empty
-from pipeline.layout import LIVE_KEYS
+from pipeline.layout import LIVE_KEYS, UNCHANGED_SECTIONS_KEY
 from pipeline.manifest import Manifest
 from pipeline.parts import Parts
 from pipeline.publish import (
@@ -176,6 +176,13 @@ def identity_options(opts: RunOptions, site_prefix: str, public: str) -> dict[st
             "format": opts.format, "max_reject_share": opts.max_reject_share}
 
 
+def unchanged_sections(ctx: RunContext) -> dict[str, Any]:
+    """The sections load found unchanged (pipeline.unchanged.unchanged_sections): each one's
+    rows and live shards; none before load, or for a run begun by an earlier version."""
+    found = _work(ctx).read_json_or_none(UNCHANGED_SECTIONS_KEY)
+    return found if isinstance(found, dict) else {}
+
+
 def live_keys(ctx: RunContext) -> set[str]:
     """The shard keys of the generation that was live at begin."""
     return set(_read(ctx, LIVE_KEYS))
@@ -250,9 +257,22 @@ def load_step(ctx: RunContext, progress: Any = None) -> LoadCounts:
                   diff_partitions=lambda rows: ctx.options.diff_partitions or partitions_for(
                       rows, first_run=not ctx.snapshot),
                   bucket_sections=not ctx.snapshot,
-                  row_hashes=ctx.identity_at_load)
-    identity = unchanged.identity_of(result.row_sums, identity_options(
-        ctx.options, ctx.site_url, ctx.public_url)) if ctx.identity_at_load else None
+                  # the rows' hashes also make each section's identity, which the next
+                  # run compares with (pipeline.unchanged): not for a dry run
+                  row_hashes=ctx.identity_at_load or (
+                      ctx.options.check_writable and not ctx.options.compare_snapshot))
+    options = identity_options(ctx.options, ctx.site_url, ctx.public_url)
+    identity = unchanged.identity_of(result.row_sums, options) if ctx.identity_at_load else None
+    sections = unchanged.section_identities(result.section_sums, result.row_sums, options)
+    kept = {} if ctx.options.force or ctx.options.rebuild or not ctx.snapshot else \
+        unchanged.unchanged_sections(sections, ctx.state, ctx.live_generation, live_keys(ctx),
+                                     ctx.run_time)
+    _save(ctx, UNCHANGED_SECTIONS_KEY, kept)
+    if kept:
+        log.info("load: %d of %d section(s) unchanged since the live generation, %d of %d "
+                 "rows: they keep their live shards and snapshot rows", len(kept),
+                 len(sections or {}), sum(k["rows"] for k in kept.values()),
+                 result.valid_rows)
     partitions = result.split
     started = time.monotonic()
     # Each diff partition's snapshot rows, in one scan: a partition whose rows match them
@@ -262,10 +282,12 @@ def load_step(ctx: RunContext, progress: Any = None) -> LoadCounts:
     previous_split: list[list[str]] | None = None
     if ctx.snapshot and partitions >= SNAPSHOT_SPLIT_PARTITIONS:  # 100M URLs: about 19 s
         progress.step(f"cut the live snapshot by {partitions} diff partitions")
-        previous_split, previous_rows = split_snapshot(ctx.snapshot, partitions, ctx.work)
+        previous_split, previous_rows = split_snapshot(ctx.snapshot, partitions, ctx.work,
+                                                       unchanged_sections=list(kept))
         progress.done(f"{sum(previous_rows):,} rows")
     else:
-        previous_rows = previous_partition_rows(ctx.snapshot, partitions)
+        previous_rows = previous_partition_rows(ctx.snapshot, partitions,
+                                                unchanged_sections=list(kept))
     counts = LoadCounts(
         input_rows=result.input_rows, valid_rows=result.valid_rows, rejected=result.rejected,
         rejected_rows=result.rejected_rows, not_indexable=result.not_indexable,
@@ -275,7 +297,9 @@ def load_step(ctx: RunContext, progress: Any = None) -> LoadCounts:
     _save(ctx, "load.json", {**counts.to_dict(), "valid": asdict(result.valid),
                              "rejects_uri": result.rejects_uri,
                              "previous_partition_rows": previous_rows,
-                             "previous_split": previous_split, "input_identity": identity})
+                             "previous_split": previous_split, "input_identity": identity,
+                             "section_identities": sections,
+                             "unchanged_sections": {k: v["rows"] for k, v in kept.items()}})
     check_rejects(result.input_rows, result.rejected, ctx.options.max_reject_share)
     return counts
 
@@ -312,7 +336,8 @@ def diff_partition_step(ctx: RunContext, partition: int) -> DiffCounts:
                   ctx.snapshot, ctx.run_datetime, ctx.work,
                   with_news=ctx.options.format == "xml", partition=partition,
                   partitions=partitions, previous_rows=previous_rows,
-                  previous_files=previous_files)
+                  previous_files=previous_files,
+                  unchanged_sections=sorted(loaded.get("unchanged_sections") or {}))
     counts = DiffCounts(result.counts(), round(result.seconds, 3), partitions, partition)
     DIFF_RESULTS.write(_work(ctx), partition, partitions, {
         **counts.to_dict(), "diffed_uris": result.diffed_uris,
@@ -332,6 +357,8 @@ def diff_combine_step(ctx: RunContext) -> DiffCounts:
     parts = DIFF_RESULTS.gather(_work(ctx), partitions, partitions, where=ctx.work)
     result = combine([DiffResult(**{k: v for k, v in d.items()
                                     if k not in ("partition", "partitions")}) for d in parts])
+    # The rows of the sections left out as unchanged (pipeline.unchanged) are all unchanged.
+    result.unchanged += sum((_read(ctx, "load.json").get("unchanged_sections") or {}).values())
     counts = DiffCounts(result.counts(), round(result.seconds, 3), partitions)
     _save(ctx, "diff.json", {**counts.to_dict(), "diffed_uris": result.diffed_uris,
                              "changes_uris": result.changes_uris, "view": result.view})
@@ -383,9 +410,10 @@ def _reuse_keys(ctx: RunContext) -> frozenset[str]:
 def plan_combine_step(ctx: RunContext, batch_bytes: int | None = None) -> PlanCounts:
     """Gathers the slices into `shards.json` and `plan.json`; returns the counts and the
     render batches (lists of shard uids, by bytes)."""
-    from pipeline.plan import combine
+    from pipeline.plan import Shard, combine
 
-    result = combine(ctx.work)
+    result = combine(ctx.work, kept=[Shard(**d) for section in unchanged_sections(ctx).values()
+                                     for d in section["shards"]])
     batch_bytes = batch_bytes or ctx.options.render_batch_bytes
     skip = set() if ctx.options.force else live_keys(ctx)
     batches: list[list[str]] = []
@@ -474,7 +502,8 @@ def _save_state(ctx: RunContext) -> StoredState:
         diffed_uris=diffed["diffed_uris"], bounds_uri=planned["bounds_uri"],
         changes_uris=diffed["changes_uris"], work_uri=ctx.work, state_uri=ctx.state,
         generation=ctx.generation, output_format=ctx.options.format,
-        diffed_view=DiffedView.from_json(diffed.get("view")))
+        diffed_view=DiffedView.from_json(diffed.get("view")), previous_uri=ctx.snapshot,
+        unchanged_sections=sorted(unchanged_sections(ctx)))
     _save(ctx, STATE_JSON, {**asdict(stored), "plan": _plan_digest(ctx)})
     return stored
 
@@ -548,9 +577,11 @@ def publish_step(ctx: RunContext, render_uris: list[str]) -> PublishSummary:
         warnings=list(ctx.warnings))
     # The live generation, new or kept, is what this input makes: the next run of the same
     # input skips the work.
-    identity = _read(ctx, "load.json").get("input_identity") if ctx.identity_at_load \
-        else ctx.input_identity
-    unchanged.record(ctx.state, result.manifest["generation"], identity)
+    identity = loaded.get("input_identity") if ctx.identity_at_load else ctx.input_identity
+    # and each section's, with its shards: the next run keeps those of its unchanged sections
+    sections = unchanged.sections_to_record(loaded.get("section_identities"),
+                                            [asdict(s) for s in shards])
+    unchanged.record(ctx.state, result.manifest["generation"], identity, sections, ctx.run_time)
     return _summary(ctx, result.manifest, result.published, counts)
 
 

@@ -38,6 +38,7 @@ import hashlib
 import json
 import logging
 from collections.abc import Sequence
+from datetime import datetime
 from importlib import metadata
 from typing import Any
 
@@ -46,6 +47,7 @@ import duckdb
 from pipeline import sql, storage
 from pipeline.layout import INPUT_IDENTITY_KEY
 from pipeline.manifest import Manifest
+from pipeline.plan.model import Shard
 from pipeline.sitemap_xml import FORMAT_VERSION
 
 log = logging.getLogger(__name__)
@@ -115,23 +117,108 @@ def identity_of(sums: tuple[int, int, int, list[str]] | None, options: dict[str,
                           ).hexdigest()[:32]
 
 
-def record(state_uri: str, generation: str, identity: str | None) -> None:
-    """Note that `identity` is the input of the live `generation` (nothing when None)."""
-    if identity is None:
+def record(state_uri: str, generation: str, identity: str | None,
+           sections: dict[str, Any] | None = None, run_time: str | None = None) -> None:
+    """Note that `identity` is the input of the live `generation`, and `sections` (each
+    section's identity and shards, `recorded_sections`) its sections' made at `run_time`
+    (nothing when neither is known)."""
+    if identity is None and not sections:
         return
     storage.open_storage(state_uri).write_bytes(INPUT_IDENTITY_KEY, json.dumps(
-        {"generation": generation, "identity": identity}, sort_keys=True).encode())
+        {"generation": generation, "identity": identity, "sections": sections or {},
+         "run_time": run_time}, sort_keys=True).encode())
 
 
-def recorded(state_uri: str, generation: str | None) -> str | None:
-    """The identity recorded for the live `generation`, if any."""
+def _record(state_uri: str, generation: str | None) -> dict[str, Any] | None:
     if generation is None:
         return None
     rec = storage.open_storage(state_uri).read_json_or_none(INPUT_IDENTITY_KEY)
     if not isinstance(rec, dict) or rec.get("generation") != generation:
         return None
-    identity = rec.get("identity")
+    return rec
+
+
+def recorded(state_uri: str, generation: str | None) -> str | None:
+    """The identity recorded for the live `generation`, if any."""
+    identity = (_record(state_uri, generation) or {}).get("identity")
     return identity if isinstance(identity, str) else None
+
+
+# Unchanged sections -------------------------------------------------------------------
+#
+# A run whose inventory changed in a few sections does the work only for those. A section
+# is unchanged when its rows (those that publish in it and its duplicates) are the very
+# rows of the live generation's, by the same sums of row hashes as the whole input's
+# identity (its rows that publish and its duplicates apart), under the same options and
+# version, and it has no lastmod after either run's time (one is clamped to the run's
+# time). The rows of an unchanged section then make the same
+# diffed rows (all unchanged, with the live snapshot's lastmod, first seen and last changed
+# times) and plan gives them the same shards (planning its own output is a fixed point),
+# all of them live: the diff and plan leave the section out, its live shards are kept as
+# they are, and the snapshot takes its rows from the live one. An inventory with news has
+# no section identities (the news sitemaps depend on the clock), nor does one whose rows
+# load had to clean.
+
+
+def section_identities(section_sums: Sequence[Sequence[Any]] | None,
+                       row_sums: tuple[int, int, int, list[str]] | None,
+                       options: dict[str, Any]) -> dict[str, dict[str, Any]] | None:
+    """Each section's identity (digest, rows, newest lastmod) from load's section sums
+    (LoadResult.section_sums); None where sections cannot be told unchanged."""
+    if section_sums is None or row_sums is None or "news" in row_sums[3]:
+        return None
+    identities = {}
+    for section, rows, first, second, newest in section_sums:
+        payload = {"section": section, "rows": [rows, first, second], "columns": row_sums[3],
+                   "options": options, "format": FORMAT_VERSION, "version": _version()}
+        digest = hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()
+                                ).hexdigest()[:32]
+        identities[section] = {"digest": digest, "rows": rows, "newest": newest}
+    return identities
+
+
+def sections_to_record(identities: dict[str, dict[str, Any]] | None,
+                       shards: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """What `record` keeps of each section with an identity: its digest and its shards
+    (as the plan gives them, kept as published: no part)."""
+    if not identities:
+        return {}
+    by_section: dict[str, list[dict[str, Any]]] = {}
+    for shard in shards:
+        by_section.setdefault(shard["section"], []).append(
+            {**shard, "part": None, "row_start": None, "planned_shard": None,
+             "changed_rows": 0})
+    return {section: {"digest": ident["digest"], "shards": by_section[section]}
+            for section, ident in identities.items() if section in by_section}
+
+
+def unchanged_sections(identities: dict[str, dict[str, Any]] | None, state_uri: str,
+                       live_generation: str | None, live_keys: set[str], run_time: str
+                       ) -> dict[str, dict[str, Any]]:
+    """The sections of this run that are those of the live generation (see above), each
+    with its rows and its live shards; none without a record for the live generation."""
+    rec = _record(state_uri, live_generation)
+    if not identities or rec is None or not isinstance(rec.get("sections"), dict):
+        return {}
+    live_time = rec.get("run_time")
+    if not isinstance(live_time, str):
+        return {}
+    # A lastmod up to both runs' times is published as it is by both.
+    limit = min(datetime.fromisoformat(run_time), datetime.fromisoformat(live_time))
+    found: dict[str, dict[str, Any]] = {}
+    for section, ident in identities.items():
+        live = rec["sections"].get(section)
+        if (not isinstance(live, dict) or live.get("digest") != ident["digest"]
+                or not ident["rows"]):
+            continue
+        if ident["newest"] is not None and datetime.fromisoformat(ident["newest"]) > limit:
+            continue
+        shards = live.get("shards") or []
+        # a live file missing: plan gives its rows again, and render uploads it
+        if not shards or any(Shard(**s).key not in live_keys for s in shards):
+            continue
+        found[section] = {"rows": ident["rows"], "shards": shards}
+    return found
 
 
 def work_regardless(live: Manifest | None, live_identity: str | None, *, force: bool,

@@ -2,7 +2,10 @@
 -- of $partitions diff partitions, by the cut of previous_partition. One scan of the URLs
 -- for every partition: a partition whose diffed rows match as many snapshot rows removes
 -- none, and skips removed_rows' anti-join (pipeline.diff).
--- Reads `previous_all` (the snapshot). Parameters: $partitions (at least 1).
+-- Without the sections load found unchanged (previous_partition).
+-- Reads `previous_all` (the snapshot). Parameters: $partitions (at least 1),
+-- $unchanged_sections (VARCHAR[]).
 SELECT hash(url) % $partitions::UBIGINT AS partition, count(*) AS rows
 FROM previous_all
+WHERE NOT list_contains($unchanged_sections, section)
 GROUP BY ALL;

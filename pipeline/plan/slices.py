@@ -334,13 +334,14 @@ def slices_of(prepared: dict[str, Any]) -> list[Slice]:
     return [Slice(**{**d, "sections": tuple(d["sections"])}) for d in prepared["slices"]]
 
 
-def combine(work_uri: str) -> PlanResult:
+def combine(work_uri: str, kept: Sequence[Shard] = ()) -> PlanResult:
     """Gather every slice's shards, in part order, under their final numbers: `shards.json`.
 
     A kept shard keeps its number; new shards of a section count on from its next free
     number in slice order, then in their order in the slice: exactly the numbers of
-    planning the slices one after the other. Fails, naming them, when slices are missing
-    or were planned from another `prepare`.
+    planning the slices one after the other. `kept`: the live shards of the sections that
+    were not planned, being unchanged (pipeline.unchanged), added as they are. Fails,
+    naming them, when slices are missing or were planned from another `prepare`.
     """
     started = time.monotonic()
     work = storage.open_storage(work_uri)
@@ -362,6 +363,7 @@ def combine(work_uri: str) -> PlanResult:
         for section, n in new.items():
             next_free[section] = next_free.get(section, 0) + n
         shards += part_shards
+    shards += kept
     split, merged = sum(r["split"] for r in results), sum(r["merged"] for r in results)
     work.write_bytes(SHARDS_KEY, json.dumps([asdict(s) for s in shards]).encode())
     seconds = (prepared["seconds"] + sum(r["seconds"] for r in results)
