@@ -178,17 +178,21 @@ def test_diff_rows_lastmod_rules(con: duckdb.DuckDBPyConnection, legacy: bool) -
 def test_partitions_cut_both_sides_of_the_diff_by_the_same_hash(
         con: duckdb.DuckDBPyConnection) -> None:
     urls = [f"https://ex.com/p/{i}" for i in range(60)]
-    register_with_url_hash(con, "current_all", pa.table({"url": urls, "section": ["p"] * 60}))
-    con.register("previous_all", pa.table({"url": urls[20:] + ["https://ex.com/gone"],
-                                           "shard": [0] * 41}))
+    kept = [f"https://ex.com/q/{i}" for i in range(5)]  # a section left out as unchanged
+    register_with_url_hash(con, "current_all", pa.table({
+        "url": urls + kept, "section": ["p"] * 60 + ["q"] * 5}))
+    con.register("previous_all", pa.table({"url": urls[20:] + ["https://ex.com/gone"] + kept,
+                                           "section": ["p"] * 41 + ["q"] * 5,
+                                           "shard": [0] * 46}))
     got: dict[str, list[set[str]]] = {"current": [], "previous": []}
     for side in got:
         for partition in range(3):
             got[side].append({u for (u,) in con.sql(
                 f"SELECT url FROM ({sql.load_sql(side + '_partition').rstrip().rstrip(';')})",
-                params={"partition": partition, "partitions": 3}).fetchall()})
+                params={"partition": partition, "partitions": 3,
+                        "unchanged_sections": ["q"]}).fetchall()})
     cur, prev = got["current"], got["previous"]
-    # Each side is split exactly: disjoint, and together every row.
+    # Each side is split exactly: disjoint, and together every row but the unchanged section's.
     assert set().union(*cur) == set(urls) and sum(map(len, cur)) == 60
     assert set().union(*prev) == set(urls[20:]) | {"https://ex.com/gone"}
     assert sum(map(len, prev)) == 41 and all(cur)
@@ -196,8 +200,11 @@ def test_partitions_cut_both_sides_of_the_diff_by_the_same_hash(
     for p in range(3):
         assert cur[p] & set(urls[20:]) == prev[p] - {"https://ex.com/gone"}
     one = con.sql(sql.load_sql("current_partition"),
-                  params={"partition": 0, "partitions": 1}).fetchall()
-    assert len(one) == 60
+                  params={"partition": 0, "partitions": 1, "unchanged_sections": []}).fetchall()
+    assert len(one) == 65
+    counted = dict(con.sql(sql.load_sql("previous_partition_rows"),
+                           params={"partitions": 1, "unchanged_sections": ["q"]}).fetchall())
+    assert counted == {0: 41}
 
 
 def test_time_macros_equal_duckdb_builtins(con: duckdb.DuckDBPyConnection) -> None:
