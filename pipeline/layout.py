@@ -19,7 +19,8 @@ paths from these names only, so the trees below are the whole list:
                                               changes.parquet (STATE_FILES), report.html
       runs/<run id>/                          RUNS_FOLDER: the DAG's work prefixes
       input-identity.json                     INPUT_IDENTITY_KEY: the input the live
-                                              generation was made from (pipeline.unchanged)
+                                              generation was made from, each section's
+                                              with its shards (pipeline.unchanged)
     <work>/                                   a run's intermediate files
       normalized.parquet, duplicates.parquet, rejects.parquet      load
       normalized/bucket=K/*.parquet           a first run's rows, by section (pipeline.diffed)
@@ -29,6 +30,7 @@ paths from these names only, so the trees below are the whole list:
       plan-slices.json, plan-bounds.parquet, planned/part-NNNNN.parquet, shards.json   plan
       plan-input/slice=N/*.parquet            the diffed rows split by slice (many slices)
       live_keys.json                          the live generation's shard keys at begin
+      unchanged-sections.json                 the sections load found unchanged
 """
 
 from __future__ import annotations

@@ -161,7 +161,7 @@ def test_three_partitions_publish_what_one_publishes(tmp_path: Path,
     cuts: list[int] = []  # the partitions the snapshot was cut in
     split = diff_module.split_snapshot
     monkeypatch.setattr(diff_module, "split_snapshot",
-                        lambda uri, n, work: cuts.append(n) or split(uri, n, work))
+                        lambda uri, n, work, **kw: cuts.append(n) or split(uri, n, work, **kw))
     first = first_inventory(tmp_path)
     second = second_inventory(first)
     one, three = str(tmp_path / "one"), str(tmp_path / "three")

@@ -164,8 +164,9 @@ def test_diff_partitions_with_work_files_on_s3(s3_bucket: Any, tmp_path: Path,
     cuts: list[list[list[str]]] = []  # each cut's files, by partition
     real = diff.split_snapshot
 
-    def split_snapshot(uri: str, partitions: int, work: str) -> tuple[list[list[str]], list[int]]:
-        files, rows = real(uri, partitions, work)
+    def split_snapshot(uri: str, partitions: int, work: str, **kw: Any
+                       ) -> tuple[list[list[str]], list[int]]:
+        files, rows = real(uri, partitions, work, **kw)
         cuts.append(files)
         return files, rows
 

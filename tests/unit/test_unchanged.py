@@ -150,3 +150,77 @@ def test_the_record_applies_to_its_generation_only(tmp_path: Path) -> None:
     assert unchanged.recorded(state, None) is None
     unchanged.record(state, "g2", None)  # no identity: the record stays as it was
     assert unchanged.recorded(state, "g1") == "abc"
+
+
+def _shard(section: str, number: int) -> dict[str, object]:
+    from dataclasses import asdict
+
+    from pipeline.plan.model import Shard
+
+    return asdict(Shard(section=section, shard=number, urls=10, body_bytes=1000,
+                        lastmod="2026-12-01T00:00:00Z", digest=f"{number:016x}",
+                        changed_rows=3, part=0, row_start=0))
+
+
+def test_each_sections_rows_from_load(tmp_path: Path) -> None:
+    """load's sums by section: the rows that publish in it and its duplicates, apart; the
+    rejects in none; the same rows in another order the same sums, unless that order makes
+    another of a repeated URL's rows publish."""
+    from pipeline.load import load
+
+    def sums(urls: list[str], lastmods: list[datetime | None], priorities: list[float],
+             name: str) -> dict[str, tuple]:
+        inv = _inventory(tmp_path / f"{name}.parquet", urls, lastmods,
+                         priority=pa.array(priorities))
+        loaded = load(inv, "https://www.example.com/", str(tmp_path / name), row_hashes=True)
+        assert loaded.section_sums is not None
+        return {s[0]: s[1:] for s in loaded.section_sums}
+
+    urls = [f"https://www.example.com/{s}/{i}" for s in ("a", "b") for i in range(20)]
+    # a/3 again, older (it never publishes), a reject and the site's root page
+    urls += ["https://www.example.com/a/3", "ftp://www.example.com/b/1", "https://www.example.com/"]
+    lastmods: list[datetime | None] = [T] * 40 + [datetime(2026, 1, 1, tzinfo=UTC), T, None]
+    priorities = [0.5] * 40 + [0.8, 0.5, 0.5]
+    one = sums(urls, lastmods, priorities, "one")
+    assert sorted(one) == ["a", "b", "root"]
+    assert one["a"][0] == 20 and one["b"][0] == 20 and one["root"][0] == 1  # rows published
+    assert one["a"][3] == T.isoformat()  # the newest lastmod
+    assert sums(urls[::-1], lastmods[::-1], priorities[::-1], "reversed") == one
+    # both rows of a/3 of the same time: the first in the file publishes
+    tie = lastmods[:40] + [T] + lastmods[41:]
+    first = sums(urls, tie, priorities, "tie")
+    other = sums(urls[::-1], tie[::-1], priorities[::-1], "tie-reversed")
+    assert other["a"][:3] != first["a"][:3] and other["b"] == first["b"] == one["b"]
+    assert unchanged.section_identities(
+        [("a", 1, 2, 3, None)], (1, 2, 3, ["url", "news"]), OPTIONS) is None  # news
+
+
+def test_which_sections_are_unchanged(tmp_path: Path) -> None:
+    state = str(tmp_path / "state")
+    rows = [("a", 10, 1, 2, "2026-11-30T00:00:00+00:00"), ("b", 10, 3, 4, None),
+            ("c", 10, 5, 6, "2026-12-01T12:00:00+00:00"), ("d", 10, 7, 8, None)]
+    ident = unchanged.section_identities(rows, (40, 16, 20, ["url", "lastmod"]), OPTIONS)
+    assert ident is not None and ident["a"]["rows"] == 10
+    shards = [_shard("a", 0), _shard("a", 1), _shard("b", 0), _shard("c", 0), _shard("d", 0)]
+    recorded = unchanged.sections_to_record(ident, shards)
+    assert all(s["part"] is None and s["changed_rows"] == 0
+               for r in recorded.values() for s in r["shards"])
+    unchanged.record(state, "g1", None, recorded, "2026-12-01T00:00:00+00:00")
+    from pipeline.plan.model import Shard
+
+    live = {Shard(**s).key for s in shards} - {Shard(**_shard("d", 0)).key}  # d's file gone
+    now = "2026-12-02T00:00:00+00:00"
+    found = unchanged.unchanged_sections(ident, state, "g1", live, now)
+    # c: a lastmod after the live generation's time; d: a live file missing
+    assert sorted(found) == ["a", "b"]
+    assert found["a"]["rows"] == 10 and len(found["a"]["shards"]) == 2
+    assert unchanged.unchanged_sections(ident, state, "g2", live, now) == {}  # another live
+    changed = unchanged.section_identities(
+        [("a", 10, 1, 9, rows[0][4]), *rows[1:]], (40, 16, 20, ["url", "lastmod"]), OPTIONS)
+    assert sorted(unchanged.unchanged_sections(changed, state, "g1", live, now)) == ["b"]
+    other_options = unchanged.section_identities(rows, (40, 16, 20, ["url", "lastmod"]),
+                                                 {**OPTIONS, "format": "txt"})
+    assert unchanged.unchanged_sections(other_options, state, "g1", live, now) == {}
+    # an earlier run's time (a backfill) clamps what the live run did not
+    assert sorted(unchanged.unchanged_sections(
+        ident, state, "g1", live, "2026-11-29T00:00:00+00:00")) == ["b"]
