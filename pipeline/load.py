@@ -50,7 +50,7 @@ from pipeline.limits import (
 )
 from pipeline.parquet import ROW_ID, register_parquet, write_parquet, write_partitioned
 from pipeline.progress import QUIET, Progress
-from pipeline.unchanged import ROW_SUMS, row_hash_column
+from pipeline.unchanged import row_hash_column, sums_by_section
 from pipeline.urls import CLEAN_URL_REGEX, IRI_PATH_REGEX, Site, check_url
 
 log = logging.getLogger(__name__)
@@ -121,8 +121,8 @@ class LoadResult:
     #: The input rows' sums for their identity, as pipeline.unchanged.row_sums gives them
     #: (`row_hashes`); None when not asked, or when rows needed cleaning.
     row_sums: tuple[int, int, int, list[str]] | None = None
-    #: Each section's rows (sql/section_sums.sql: section, rows, two sums of the row hashes,
-    #: newest lastmod as ISO 8601), with `row_sums`; None without them.
+    #: Each section's rows (pipeline.unchanged.sums_by_section: section, rows, two sums of
+    #: the row hashes, newest lastmod as ISO 8601), with `row_sums`; None without them.
     section_sums: list[tuple[str, int, int, int, str | None]] | None = None
 
     @property
@@ -375,22 +375,23 @@ def load(inventory: str, site_url: str, work_uri: str, *, section_depth: int = 1
                 normalized_uris = write_normalized()
                 row_hashes = False  # hashes of the cleaned rows: not row_sums' numbers
             register_normalized(con, normalized_uris, constants)
-            sums = None
-            if row_hashes:
-                n, a, b = sql.first_row(con, ROW_SUMS).values()
-                sums = (int(n), int(a), int(b), list(duck_types))
+            sums = groups = None
+            if row_hashes:  # by section too, in the same scan (pipeline.unchanged)
+                groups = con.sql(sql.load_sql("row_sums_by_section")).fetchall()
+                sums = (sum(int(g[2]) for g in groups), sum(int(g[3]) for g in groups),
+                        sum(int(g[4]) for g in groups), list(duck_types))
             con.register("repeated_url_hashes", repeated_url_hashes(con))
             con.execute(sql.load_sql("dedupe_rows"))
             con.unregister("repeated_url_hashes")
             con.execute(sql.load_sql("classified_rows"))
             section_sums = None
-            if sums is not None:  # each section's share of them (pipeline.unchanged)
+            if groups is not None:  # each section's, its duplicates told apart
                 con.execute(sql.load_sql("section_slugs"))
-                section_sums = [
-                    (section, int(rows), int(a), int(b),
-                     None if newest is None else newest.isoformat())
-                    for section, rows, a, b, newest in con.sql(
-                        sql.load_sql("section_sums")).fetchall()]
+                duplicates = con.sql(sql.load_sql("duplicate_row_sums")).fetchall() \
+                    if sql.scalar(con, "SELECT count(*) FROM duplicate_rows") else []
+                section_sums = sums_by_section(
+                    groups, duplicates,
+                    dict(con.sql("SELECT raw_section, section FROM section_slugs").fetchall()))
             not_reciprocal = (int(sql.scalar(con, sql.load_sql("alternates_not_reciprocal")))
                               if "alternates" in types else 0)
         except duckdb.Error as exc:

@@ -23,8 +23,8 @@ where it decides something: when nothing else already says the run must do the w
 (`work_regardless`: no live generation, no identity recorded for it, --force, --rebuild,
 missing files, clamped lastmods, or another number of rows than the live generation's input).
 Otherwise load takes it in the pass that reads every row anyway (`row_hash_column`,
-`ROW_SUMS`: each row's hash written beside it and summed once written), from the very rows
-it loads.
+sql/row_sums_by_section.sql: each row's hash written beside it and summed once written),
+from the very rows it loads.
 
 A run is unchanged only when nothing live depends on the clock as well: no news (an
 article leaves the news sitemaps two days after its publication, and one dated ahead
@@ -61,11 +61,9 @@ def _version() -> str:
         return "source"
 
 
-#: load's column of each input row's hash (row_hash_column), summed by ROW_SUMS.
+#: load's column of each input row's hash (row_hash_column), summed by
+#: sql/row_sums_by_section.sql (whose totals are row_sums' numbers).
 ROW_HASH_COLUMN = "_input_row_hash"
-#: The sums of load's row hashes over `normalized` (every input row): row_sums' numbers.
-ROW_SUMS = (f"SELECT count(*) AS n, coalesce(sum({ROW_HASH_COLUMN}::HUGEINT), 0) AS a, "
-            f"coalesce(sum(hash({ROW_HASH_COLUMN})::HUGEINT), 0) AS b FROM normalized")
 
 
 def row_hash_column(columns: Sequence[str]) -> str:
@@ -158,6 +156,32 @@ def recorded(state_uri: str, generation: str | None) -> str | None:
 # they are, and the snapshot takes its rows from the live one. An inventory with news has
 # no section identities (the news sitemaps depend on the clock), nor does one whose rows
 # load had to clean.
+
+
+def sums_by_section(groups: Sequence[Sequence[Any]], duplicates: Sequence[Sequence[Any]],
+                    slugs: dict[str, str]) -> list[tuple[str, int, int, int, str | None]]:
+    """Each section's rows, two sums of their hashes and newest lastmod, from load's sums
+    by path segments (sql/row_sums_by_section.sql: the rows that passed the checks) and its
+    duplicates' share of them (sql/duplicate_row_sums.sql), which count hashed once more;
+    the path segments named as sql/section_slugs.sql names them (`slugs`: none is 'root',
+    as sql/valid_rows.sql has it)."""
+    found: dict[str, list[Any]] = {}
+    for raw, passed, rows, first, second, newest in groups:
+        if not passed:
+            continue
+        acc = found.setdefault(slugs.get(raw, "root"), [0, 0, 0, None])
+        acc[0] += int(rows)
+        acc[1] += int(first)
+        acc[2] += int(second)
+        if newest is not None and (acc[3] is None or newest > acc[3]):
+            acc[3] = newest
+    for raw, rows, first, second, tagged_first, tagged_second in duplicates:
+        acc = found[slugs.get(raw, "root")]
+        acc[0] -= int(rows)
+        acc[1] += int(tagged_first) - int(first)
+        acc[2] += int(tagged_second) - int(second)
+    return [(section, rows, first, second, None if newest is None else newest.isoformat())
+            for section, (rows, first, second, newest) in sorted(found.items())]
 
 
 def section_identities(section_sums: Sequence[Sequence[Any]] | None,
