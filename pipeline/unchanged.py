@@ -237,11 +237,14 @@ def unchanged_sections(identities: dict[str, dict[str, Any]] | None, state_uri: 
             continue
         if ident["newest"] is not None and datetime.fromisoformat(ident["newest"]) > limit:
             continue
-        shards = live.get("shards") or []
-        # a live file missing: plan gives its rows again, and render uploads it
-        if not shards or any(Shard(**s).key not in live_keys for s in shards):
+        try:
+            keys = [Shard(**s).key for s in live.get("shards") or []]
+        except TypeError:  # recorded by a version of other shard fields
             continue
-        found[section] = {"rows": ident["rows"], "shards": shards}
+        # a live file missing: plan gives its rows again, and render uploads it
+        if not keys or any(key not in live_keys for key in keys):
+            continue
+        found[section] = {"rows": ident["rows"], "shards": live["shards"]}
     return found
 
 
