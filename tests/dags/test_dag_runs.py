@@ -179,6 +179,34 @@ def test_dag_run_publishes_what_the_cli_publishes(
     assert read_output(s3_bucket.url("dag/"), max_urls=MAX_URLS).manifest["generation"] == \
         dm["generation"]
 
+    # Five rows of one section get a new lastmod: the DAG's mapped tasks leave the other
+    # sections out of the diff and the plan and keep their live shards (pipeline.unchanged),
+    # as the CLI does, and both publish the same files again.
+    table = pq.read_table(inventory)
+    urls, lastmods = table.column("url").to_pylist(), table.column("lastmod").to_pylist()
+    section = f"{SITE}{urls[0].removeprefix(SITE).split('/')[0]}/"
+    touched = [i for i, u in enumerate(urls) if u.startswith(section)][:5]
+    for i in touched:
+        lastmods[i] = RUN_TIME - timedelta(hours=1)
+    changed = tmp_path / "inventory-changed.parquet"
+    pq.write_table(table.set_column(
+        table.schema.get_field_index("lastmod"), "lastmod",
+        pa.array(lastmods, table.schema.field("lastmod").type)), changed)
+    s3_bucket.client.upload_file(str(changed), s3_bucket.name, "inventory/inv.parquet")
+    rc, out, _ = dags_test(env, "sitemaps_parity")
+    assert rc == 0, tail(out)
+    assert "load: 19 of 20 section(s) unchanged since the live generation" in out, tail(out)
+    again = run(RunOptions(inventory=s3_bucket.url("inventory/inv.parquet"), site_url=SITE,
+                           out=s3_bucket.url("cli/"), public_url=PUBLIC,
+                           limits=Limits(max_urls=MAX_URLS), run_time=RUN_TIME,
+                           plan_slice_rows=PLAN_SLICE_ROWS))
+    dm2 = read_output(s3_bucket.url("dag/"), max_urls=MAX_URLS).manifest
+    cm2 = read_output(s3_bucket.url("cli/"), max_urls=MAX_URLS).manifest
+    assert dm2["generation"] != dm["generation"] and again["published"]
+    assert files(dm2) == files(cm2) and dm2["counts"] == cm2["counts"]
+    assert dm2["counts"]["changed"] == len(touched) == 5
+    assert 0 < dm2["counts"]["shards_written"] < dm2["counts"]["shards_reused"]
+
     # A manual run with the param `rollback_to` (issue 16): after a newer generation, the
     # DAG makes the one before it live again (`sitemaps rollback`) and skips every other task.
     bigger = make_inventory(tmp_path / "inventory2.parquet", URLS + 200, site=SITE)
@@ -195,9 +223,9 @@ def test_dag_run_publishes_what_the_cli_publishes(
     assert states[("rollback", -1)] == ("success", 1), states
     assert {s for (t, _), (s, _) in states.items() if t != "rollback"} == {"skipped"}, states
     live = read_output(s3_bucket.url("dag/"), max_urls=MAX_URLS).manifest
-    assert live["generation"] == dm["generation"]
+    assert live["generation"] == dm2["generation"]
     assert live["rollback"]["from"] == newer["generation"]
-    assert env.query("SELECT count(*) FROM asset_event") == [(1,)]
+    assert env.query("SELECT count(*) FROM asset_event") == [(2,)]
 
 
 def test_terminal_error_fails_at_once_and_publishes_nothing(
