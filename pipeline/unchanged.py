@@ -149,13 +149,12 @@ def recorded(state_uri: str, generation: str | None) -> str | None:
 # rows of the live generation's, by the same sums of row hashes as the whole input's
 # identity (its rows that publish and its duplicates apart), under the same options and
 # version, and it has no lastmod after either run's time (one is clamped to the run's
-# time). The rows of an unchanged section then make the same
-# diffed rows (all unchanged, with the live snapshot's lastmod, first seen and last changed
-# times) and plan gives them the same shards (planning its own output is a fixed point),
-# all of them live: the diff and plan leave the section out, its live shards are kept as
-# they are, and the snapshot takes its rows from the live one. An inventory with news has
-# no section identities (the news sitemaps depend on the clock), nor does one whose rows
-# load had to clean.
+# time). The rows of an unchanged section then make the same diffed rows (all unchanged,
+# with the live snapshot's lastmod, first seen and last changed times) and plan gives them
+# the same shards (planning its own output is a fixed point), all of them live: the diff
+# and plan leave the section out, its live shards are kept as they are, and the snapshot
+# takes its rows from the live one. An inventory with news has no section identities (the
+# news sitemaps depend on the clock), nor does one whose rows load had to clean.
 
 
 def sums_by_section(groups: Sequence[Sequence[Any]], duplicates: Sequence[Sequence[Any]],
