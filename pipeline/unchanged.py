@@ -109,8 +109,12 @@ def identity_of(sums: tuple[int, int, int, list[str]] | None, options: dict[str,
     """input_identity from the rows' sums (row_sums, or load's: the same numbers)."""
     if sums is None or "news" in sums[3]:
         return None
-    payload = {"rows": list(sums), "options": options, "format": FORMAT_VERSION,
-               "version": _version()}
+    return _digest(rows=list(sums), options=options)
+
+
+def _digest(**payload: Any) -> str:
+    """A digest of `payload` with the format's and the renderer's version."""
+    payload = {**payload, "format": FORMAT_VERSION, "version": _version()}
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()
                           ).hexdigest()[:32]
 
@@ -118,7 +122,7 @@ def identity_of(sums: tuple[int, int, int, list[str]] | None, options: dict[str,
 def record(state_uri: str, generation: str, identity: str | None,
            sections: dict[str, Any] | None = None, run_time: str | None = None) -> None:
     """Note that `identity` is the input of the live `generation`, and `sections` (each
-    section's identity and shards, `recorded_sections`) its sections' made at `run_time`
+    section's identity and shards, `sections_to_record`) its sections' made at `run_time`
     (nothing when neither is known)."""
     if identity is None and not sections:
         return
@@ -192,10 +196,8 @@ def section_identities(section_sums: Sequence[Sequence[Any]] | None,
         return None
     identities = {}
     for section, rows, first, second, newest in section_sums:
-        payload = {"section": section, "rows": [rows, first, second], "columns": row_sums[3],
-                   "options": options, "format": FORMAT_VERSION, "version": _version()}
-        digest = hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()
-                                ).hexdigest()[:32]
+        digest = _digest(section=section, rows=[rows, first, second], columns=row_sums[3],
+                         options=options)
         identities[section] = {"digest": digest, "rows": rows, "newest": newest}
     return identities
 
