@@ -50,7 +50,7 @@ from pipeline.limits import (
 )
 from pipeline.parquet import ROW_ID, register_parquet, write_parquet, write_partitioned
 from pipeline.progress import QUIET, Progress
-from pipeline.unchanged import row_hash_column, sums_by_section
+from pipeline.unchanged import ROW_HASH_COLUMN, row_hash_column, sums_by_section
 from pipeline.urls import CLEAN_URL_REGEX, IRI_PATH_REGEX, Site, check_url
 
 log = logging.getLogger(__name__)
@@ -331,8 +331,10 @@ def load(inventory: str, site_url: str, work_uri: str, *, section_depth: int = 1
               "iri_regex": IRI_PATH_REGEX, "max_len": MAX_URL_LENGTH,
               "section_depth": section_depth}
     typed_columns = _typed_columns(types, duck_types, keep_deprecated_tags)
-    if row_hashes:  # each raw row's hash: written with it, summed once it is written
-        typed_columns.append(row_hash_column(list(duck_types)))
+    # Each raw row's hash: written with it, summed once it is written (classified_counts);
+    # not asked for, a NULL that is not written.
+    typed_columns.append(row_hash_column(list(duck_types)) if row_hashes
+                         else f"NULL::UBIGINT AS {ROW_HASH_COLUMN}")
     typed = f"SELECT {', '.join(typed_columns)} FROM inventory_raw"
     con.sql(typed).create_view("inventory_typed", replace=True)
     constants: tuple[str, ...] = ()
@@ -375,22 +377,20 @@ def load(inventory: str, site_url: str, work_uri: str, *, section_depth: int = 1
                 normalized_uris = write_normalized()
                 row_hashes = False  # hashes of the cleaned rows: not row_sums' numbers
             register_normalized(con, normalized_uris, constants)
-            sums = groups = None
-            if row_hashes:  # by section too, in the same scan (pipeline.unchanged)
-                groups = con.sql(sql.load_sql("row_sums_by_section")).fetchall()
-                sums = (sum(int(g[2]) for g in groups), sum(int(g[3]) for g in groups),
-                        sum(int(g[4]) for g in groups), list(duck_types))
             con.register("repeated_url_hashes", repeated_url_hashes(con))
             con.execute(sql.load_sql("dedupe_rows"))
             con.unregister("repeated_url_hashes")
             con.execute(sql.load_sql("classified_rows"))
-            section_sums = None
-            if groups is not None:  # each section's, its duplicates told apart
+            counts = con.sql(sql.load_sql("classified_counts"))
+            names = counts.columns
+            groups = [dict(zip(names, row, strict=True)) for row in counts.fetchall()]
+            sums = section_sums = None
+            if row_hashes:  # the input's, and each section's (pipeline.unchanged)
+                sums = (sum(g["rows"] for g in groups), sum(int(g["hash_sum"]) for g in groups),
+                        sum(int(g["hash_hash_sum"]) for g in groups), list(duck_types))
                 con.execute(sql.load_sql("section_slugs"))
-                duplicates = con.sql(sql.load_sql("duplicate_row_sums")).fetchall() \
-                    if sql.scalar(con, "SELECT count(*) FROM duplicate_rows") else []
                 section_sums = sums_by_section(
-                    groups, duplicates,
+                    groups,
                     dict(con.sql("SELECT raw_section, section FROM section_slugs").fetchall()))
             not_reciprocal = (int(sql.scalar(con, sql.load_sql("alternates_not_reciprocal")))
                               if "alternates" in types else 0)
@@ -400,10 +400,13 @@ def load(inventory: str, site_url: str, work_uri: str, *, section_depth: int = 1
                 f"cannot read the inventory {inventory!r}: {_one_line(exc)}") from exc
 
     # No rows is not an error here: the shrink guard refuses to publish an empty generation.
-    counts = con.sql(sql.load_sql("field_issues"))
-    by_reason = {row[0]: dict(zip(counts.columns[1:], row[1:], strict=True))
-                 for row in counts.fetchall()}
-    valid_counts = by_reason.pop(None, None) or dict.fromkeys(counts.columns[1:], 0)
+    valid_counts = dict.fromkeys(ISSUE_COUNTS, 0)  # the rows to publish (reason NULL)
+    by_reason: dict[str, dict[str, int]] = {}
+    for g in groups:  # each reason's counts, its sections added up
+        acc = valid_counts if g["reason"] is None else by_reason.setdefault(
+            g["reason"], dict.fromkeys(ISSUE_COUNTS, 0))
+        for name in ISSUE_COUNTS:
+            acc[name] += int(g[name])
     rejected = {reason: int(c["rows"]) for reason, c in by_reason.items()}
     input_rows = int(valid_counts["rows"]) + sum(rejected.values())
     issues = {k: int(v) for k, v in valid_counts.items() if k not in ("rows", "lastmod_given")}
@@ -429,6 +432,13 @@ def load(inventory: str, site_url: str, work_uri: str, *, section_depth: int = 1
     log.info("load: %d input rows, %d valid, rejected %s, dropped fields %s (%.1f s)",
              input_rows, valid_rows, rejected or "none", result.field_issues, result.seconds)
     return result
+
+
+#: The counts of sql/classified_counts.sql that load reports (each reason's, its sections
+#: added up): rows, rows that gave a lastmod, and the fields dropped.
+ISSUE_COUNTS = ("rows", "lastmod_given", "lastmod_invalid", "changefreq_invalid",
+                "priority_invalid", "images_dropped", "videos_dropped",
+                "alternates_without_self", "deprecated_tags")
 
 
 #: URL hashes sorted at once by dedupe (8 bytes each: 128 MiB at most); more rows take

@@ -23,7 +23,7 @@ where it decides something: when nothing else already says the run must do the w
 (`work_regardless`: no live generation, no identity recorded for it, --force, --rebuild,
 missing files, clamped lastmods, or another number of rows than the live generation's input).
 Otherwise load takes it in the pass that reads every row anyway (`row_hash_column`,
-sql/row_sums_by_section.sql: each row's hash written beside it and summed once written),
+sql/classified_counts.sql: each row's hash written beside it and summed once written),
 from the very rows it loads.
 
 A run is unchanged only when nothing live depends on the clock as well: no news (an
@@ -62,7 +62,7 @@ def _version() -> str:
 
 
 #: load's column of each input row's hash (row_hash_column), summed by
-#: sql/row_sums_by_section.sql (whose totals are row_sums' numbers).
+#: sql/classified_counts.sql (whose totals are row_sums' numbers).
 ROW_HASH_COLUMN = "_input_row_hash"
 
 
@@ -161,28 +161,28 @@ def recorded(state_uri: str, generation: str | None) -> str | None:
 # news sitemaps depend on the clock), nor does one whose rows load had to clean.
 
 
-def sums_by_section(groups: Sequence[Sequence[Any]], duplicates: Sequence[Sequence[Any]],
-                    slugs: dict[str, str]) -> list[tuple[str, int, int, int, str | None]]:
-    """Each section's rows, two sums of their hashes and newest lastmod, from load's sums
-    by path segments (sql/row_sums_by_section.sql: the rows that passed the checks) and its
-    duplicates' share of them (sql/duplicate_row_sums.sql), which count hashed once more;
-    the path segments named as sql/section_slugs.sql names them (`slugs`: none is 'root',
-    as sql/valid_rows.sql has it)."""
+def sums_by_section(groups: Sequence[dict[str, Any]], slugs: dict[str, str]
+                    ) -> list[tuple[str, int, int, int, str | None]]:
+    """Each section's rows, two sums of their hashes and newest lastmod, from load's counts
+    by reject reason and path segments (sql/classified_counts.sql): the rows that passed the
+    checks (to publish, or duplicates), the duplicates' hashes counted hashed once more; the
+    path segments named as sql/section_slugs.sql names them (`slugs`: none is 'root', as
+    sql/valid_rows.sql has it)."""
     found: dict[str, list[Any]] = {}
-    for raw, passed, rows, first, second, newest in groups:
-        if not passed:
+    for g in groups:
+        if g["reason"] not in (None, "duplicate"):
             continue
-        acc = found.setdefault(slugs.get(raw, "root"), [0, 0, 0, None])
-        acc[0] += int(rows)
-        acc[1] += int(first)
-        acc[2] += int(second)
+        acc = found.setdefault(slugs.get(g["raw_section"], "root"), [0, 0, 0, None])
+        newest = g["newest"]
         if newest is not None and (acc[3] is None or newest > acc[3]):
             acc[3] = newest
-    for raw, rows, first, second, tagged_first, tagged_second in duplicates:
-        acc = found[slugs.get(raw, "root")]
-        acc[0] -= int(rows)
-        acc[1] += int(tagged_first) - int(first)
-        acc[2] += int(tagged_second) - int(second)
+        if g["reason"] is None:
+            acc[0] += int(g["rows"])
+            acc[1] += int(g["hash_sum"])
+            acc[2] += int(g["hash_hash_sum"])
+        else:
+            acc[1] += int(g["tagged_hash_sum"])
+            acc[2] += int(g["tagged_hash_hash_sum"])
     return [(section, rows, first, second, None if newest is None else newest.isoformat())
             for section, (rows, first, second, newest) in sorted(found.items())]
 

@@ -13,6 +13,8 @@ import pytest
 from pipeline import load, plan, sql
 from pipeline.extensions import NAMESPACE_MARKERS
 from pipeline.limits import CHANGEFREQ_VALUES
+from pipeline.load import ISSUE_COUNTS
+from pipeline.unchanged import sums_by_section
 
 T = datetime(2026, 12, 2, 3, 0, 0, tzinfo=UTC)
 EARLIER = datetime(2026, 11, 1, tzinfo=UTC)
@@ -469,7 +471,7 @@ def test_previous_shard_bounds(con: duckdb.DuckDBPyConnection) -> None:
         ("a", 0, "a/1", "a/3", 3), ("a", 7, "a/9", "a/9", 1), ("b", 0, "b/5", "b/5", 1)]
 
 
-def test_rejected_rows_and_field_issues(con: duckdb.DuckDBPyConnection) -> None:
+def test_rejected_rows_and_classified_counts(con: duckdb.DuckDBPyConnection) -> None:
     # Row 5 repeats row 1's URL: dedupe_rows found it (duplicate_rows), classified says so.
     con.register("normalized", pa.table({
         "row_id": [1, 2, 3, 4, 5],
@@ -483,7 +485,9 @@ def test_rejected_rows_and_field_issues(con: duckdb.DuckDBPyConnection) -> None:
         "changefreq_invalid": [False, False, True, True, False],
         "priority_invalid": [False, False, True, False, False],
         "images_dropped": [3, 9, None, None, 1], "videos_dropped": [None, None, 1, None, None],
-        "alternates_dropped": [0, 0, 2, 0, 0], "deprecated_tags": [4, 7, 1, 0, 0]}))
+        "alternates_dropped": [0, 0, 2, 0, 0], "deprecated_tags": [4, 7, 1, 0, 0],
+        "raw_section": ["a/", "", "b/", "", "a/"],
+        "_input_row_hash": pa.array([11, 22, 33, 44, 55], pa.uint64())}))
     # as dedupe_rows keeps it: the duplicate's id and its own fields
     con.register("duplicate_rows", pa.table({
         "row_id": [5], "url": ["https://e.com/a"], "lastmod": pa.array([EARLIER], pa.timestamp(
@@ -498,16 +502,39 @@ def test_rejected_rows_and_field_issues(con: duckdb.DuckDBPyConnection) -> None:
     # the reasons rejected_rows gives are classified's, row for row
     assert con.sql(f"SELECT row_id, reason FROM ({sql.load_sql('rejected_rows').rstrip().rstrip(';')}) "
                    "EXCEPT SELECT row_id, reason FROM classified").fetchall() == []
-    # Rows per reason (NULL: the published rows); a rejected row's fields are not "dropped",
-    # load reads the dropped fields of the NULL reason only.
-    got = {r[0]: r[1:] for r in con.sql(sql.load_sql("field_issues")).fetchall()}
-    assert got == {
-        # reason: rows, lastmod_given, lastmod_invalid, changefreq_invalid, priority_invalid,
-        # images_dropped, videos_dropped, alternates_without_self, deprecated_tags
-        None: (2, 1, 1, 1, 1, 3, 1, 2, 5),
-        "duplicate": (1, 1, 0, 0, 0, 1, 0, 0, 0),
-        "empty": (1, 0, 0, 1, 0, 0, 0, 0, 0),
-        "off_site": (1, 1, 1, 0, 0, 9, 0, 0, 7)}
+    # Rows per reason (NULL: the published rows) and path segments; a rejected row's fields
+    # are not "dropped", load reads the dropped fields of the NULL reason only.
+    counts = con.sql(sql.load_sql("classified_counts"))
+    groups = [dict(zip(counts.columns, r, strict=True)) for r in counts.fetchall()]
+    issues = ("rows", "lastmod_given", "lastmod_invalid", "changefreq_invalid",
+              "priority_invalid", "images_dropped", "videos_dropped", "alternates_without_self",
+              "deprecated_tags")
+    assert {(g["reason"], g["raw_section"]): tuple(g[k] for k in issues) for g in groups} == {
+        (None, "a/"): (1, 1, 1, 0, 0, 3, 0, 0, 4),
+        (None, "b/"): (1, 0, 0, 1, 1, 0, 1, 2, 1),
+        ("duplicate", "a/"): (1, 1, 0, 0, 0, 1, 0, 0, 0),
+        ("empty", ""): (1, 0, 0, 1, 0, 0, 0, 0, 0),
+        ("off_site", ""): (1, 1, 1, 0, 0, 9, 0, 0, 7)}
+    assert ISSUE_COUNTS == issues  # what load adds up by reason
+
+    def h(expr: str) -> int:
+        return int(con.sql(f"SELECT ({expr})::HUGEINT").fetchall()[0][0])
+
+    # The sums of the input rows' hashes: every row's, and the duplicates' hashed once more.
+    sums = {(g["reason"], g["raw_section"]): (g["hash_sum"], g["hash_hash_sum"],
+                                              g["tagged_hash_sum"], g["tagged_hash_hash_sum"],
+                                              g["newest"]) for g in groups}
+    assert sums[(None, "a/")] == (11, h("hash(11::UBIGINT)"), 0, 0, T)
+    assert sums[("duplicate", "a/")] == (
+        55, h("hash(55::UBIGINT)"), h("hash(55::UBIGINT, 'duplicate')"),
+        h("hash(hash(55::UBIGINT, 'duplicate'))"), EARLIER)
+    assert sums[(None, "b/")][:2] == (33, h("hash(33::UBIGINT)"))
+    assert sum(g["hash_sum"] for g in groups) == 11 + 22 + 33 + 44 + 55
+    # By section: the rows to publish, their duplicates' hashes tagged; rejects left out.
+    assert sums_by_section(groups, {"a/": "a"}) == [
+        ("a", 1, 11 + h("hash(55::UBIGINT, 'duplicate')"),
+         h("hash(11::UBIGINT)") + h("hash(hash(55::UBIGINT, 'duplicate'))"), T.isoformat()),
+        ("root", 1, 33, h("hash(33::UBIGINT)"), None)]
 
 
 def test_changed_rows_and_reused_rows(con: duckdb.DuckDBPyConnection) -> None:
