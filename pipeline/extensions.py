@@ -206,14 +206,15 @@ class Extension:
     #: sql/assigned_rows.sql: bit i is EXTENSIONS[i]).
     marker: str
     #: The load stage's renderer (None: news, which the diff renders) and the column that
-    #: counts the items it dropped (normalize_inventory passes it on; field_issues sums it).
+    #: counts the items it dropped (normalize_inventory passes it on; classified_counts
+    #: sums it).
     render: Renderer | None = None
     dropped: str | None = None
 
 
 #: Every extension, in the order of their namespace bits and of the XML in a <url> line.
 #: A new extension: its renderer above and one entry here (a drop counter is also summed,
-#: and named for the report, in sql/field_issues.sql).
+#: and named for the report, in sql/classified_counts.sql).
 EXTENSIONS = (
     Extension("images", "image", "http://www.google.com/schemas/sitemap-image/1.1",
               "<image:image>", image_xml, "images_dropped"),
