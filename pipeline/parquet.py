@@ -77,10 +77,10 @@ def write_parquet(rel: duckdb.DuckDBPyRelation, store: storage.Storage, key: str
 #: How many distinct values DuckDB's writer puts in a column chunk's dictionary before it
 #: writes the chunk plain. Its default is far larger, and a column of unique values (URLs,
 #: hashes, row ids, times) is hashed into a dictionary until that limit, then written plain
-#: anyway: 10M normalised rows took 1.5 s of CPU more (9.4 against 7.9 s, four alternated
-#: writes each), 10M planned rows 1.0 s more (7.9 against 6.9 s), for files of the same
-#: size. The columns of few values (sections, changefreq, priority, line lengths, reasons)
-#: still get one.
+#: anyway: written as one file, 10M normalised rows took 9.3-9.5 s of CPU against 7.7-8.4 s
+#: (four alternated writes each), 10M planned rows 7.7-8.1 s against 6.7-7.1 s, for files of
+#: the same size; load's partitioned write, in smaller row groups, gains less. The columns of
+#: few values (sections, changefreq, priority, line lengths, reasons) still get one.
 DICTIONARY_SIZE_LIMIT = 4096
 
 

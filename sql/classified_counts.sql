@@ -16,8 +16,8 @@
 --   hashed once more, so that another of a repeated URL's rows publishing changes them;
 -- - the newest lastmod (a lastmod after either run's time is clamped to it, which changes
 --   the row).
--- One scan instead of three (the counts, the sums, the duplicates' sums): 10M rows, 0.5 s
--- less of load.
+-- One scan instead of three (the counts, the sums, the duplicates' sums): over 10M rows
+-- 0.67-0.96 s instead of 0.83-1.07 s.
 -- Reads `classified`. Parameters: none.
 SELECT
     reason,
