@@ -298,8 +298,7 @@ def load_step(ctx: RunContext, progress: Any = None) -> LoadCounts:
                              "rejects_uri": result.rejects_uri,
                              "previous_partition_rows": previous_rows,
                              "previous_split": previous_split, "input_identity": identity,
-                             "section_identities": sections,
-                             "unchanged_sections": {k: v["rows"] for k, v in kept.items()}})
+                             "section_identities": sections})
     check_rejects(result.input_rows, result.rejected, ctx.options.max_reject_share)
     return counts
 
@@ -337,7 +336,7 @@ def diff_partition_step(ctx: RunContext, partition: int) -> DiffCounts:
                   with_news=ctx.options.format == "xml", partition=partition,
                   partitions=partitions, previous_rows=previous_rows,
                   previous_files=previous_files,
-                  unchanged_sections=sorted(loaded.get("unchanged_sections") or {}))
+                  unchanged_sections=sorted(unchanged_sections(ctx)))
     counts = DiffCounts(result.counts(), round(result.seconds, 3), partitions, partition)
     DIFF_RESULTS.write(_work(ctx), partition, partitions, {
         **counts.to_dict(), "diffed_uris": result.diffed_uris,
@@ -358,7 +357,7 @@ def diff_combine_step(ctx: RunContext) -> DiffCounts:
     result = combine([DiffResult(**{k: v for k, v in d.items()
                                     if k not in ("partition", "partitions")}) for d in parts])
     # The rows of the sections left out as unchanged (pipeline.unchanged) are all unchanged.
-    result.unchanged += sum((_read(ctx, "load.json").get("unchanged_sections") or {}).values())
+    result.unchanged += sum(s["rows"] for s in unchanged_sections(ctx).values())
     counts = DiffCounts(result.counts(), round(result.seconds, 3), partitions)
     _save(ctx, "diff.json", {**counts.to_dict(), "diffed_uris": result.diffed_uris,
                              "changes_uris": result.changes_uris, "view": result.view})
