@@ -20,8 +20,8 @@ for all partitions) removes nothing, and skips the anti-join that finds removed 
 
 A first run in one partition writes no diffed rows either (pipeline.diffed.DiffedView):
 load wrote its rows in buckets of sections, and every reader runs this stage's query over
-the buckets it needs (`first_run_rows`); the diff makes one pass over them for its counts
-and each section's stats. A first run in forced partitions writes them, its parts without
+the buckets it needs (`first_run_rows`); the diff takes its counts and each section's
+stats from load's (`first_run_stats`), or makes one pass over them. A first run in forced partitions writes them, its parts without
 the columns that hold one value there (FIRST_RUN_OMITTED: every row is added, changed last
 when first seen, in no previous shard); every reader reads the parts through
 `pipeline.diffed.register_diffed`, which puts them back.
@@ -229,7 +229,8 @@ def diff(valid: ValidRows, snapshot_uri: str | None, run_time: datetime, work_ur
          with_news: bool = True, con: duckdb.DuckDBPyConnection | None = None,
          partition: int = 0, partitions: int = 1, previous_rows: int | None = None,
          previous_files: Sequence[str] | None = None,
-         unchanged_sections: Sequence[str] = ()) -> DiffResult:
+         unchanged_sections: Sequence[str] = (),
+         section_stats: Sequence[Sequence[Any]] | None = None) -> DiffResult:
     """Diff one partition of the valid rows against the same partition of the snapshot.
 
     Writes `diffed/part-NNNNN.parquet` (a first run in forced partitions:
@@ -241,11 +242,13 @@ def diff(valid: ValidRows, snapshot_uri: str | None, run_time: datetime, work_ur
     `previous_files`: the partition's snapshot rows as split_snapshot cut them, if it did.
     `unchanged_sections`: sections left out on both sides (pipeline.unchanged: their rows
     are all unchanged, counted by the caller).
+    `section_stats`: a first run's rows by section as load counted them
+    (pipeline.load.first_run_sections), which `_first_run_view` takes where it can.
     """
     started = time.monotonic()
     con = con or sql.connect()
     if snapshot_uri is None and partitions == 1 and bucketed(valid.normalized_uris):
-        return _first_run_view(con, valid, run_time, with_news, started)
+        return _first_run_view(con, valid, run_time, with_news, started, section_stats)
     work = storage.open_storage(work_uri)
     # Streamed straight to Parquet: the diffed rows are never all held in memory. The join
     # builds its hash table on the narrow snapshot side (diff_rows' `prev`), as written:
@@ -303,9 +306,11 @@ def diff(valid: ValidRows, snapshot_uri: str | None, run_time: datetime, work_ur
 
 
 def _first_run_view(con: duckdb.DuckDBPyConnection, valid: ValidRows, run_time: datetime,
-                    with_news: bool, started: float) -> DiffResult:
-    """A first run whose valid rows load wrote in buckets: no row is written (DiffedView),
-    one pass over the diff's query gives the counts and each section's stats."""
+                    with_news: bool, started: float,
+                    section_stats: Sequence[Sequence[Any]] | None = None) -> DiffResult:
+    """A first run whose valid rows load wrote in buckets: no row is written (DiffedView);
+    the counts and each section's stats are load's (`section_stats`), else those of one
+    pass over the diff's query."""
     view = DiffedView(valid=asdict(valid), run_time=run_time.isoformat(), with_news=with_news,
                       section_buckets={}, section_stats=[])
     # The query's views (load's rows, their section slugs) serve section_buckets too.
@@ -314,7 +319,11 @@ def _first_run_view(con: duckdb.DuckDBPyConnection, valid: ValidRows, run_time: 
                            params={"buckets": DIFFED_BUCKETS}).fetchall())
     if with_news:  # news rows move to their section from any bucket: it reads every file
         buckets.pop(NEWS_SECTION, None)
-    sections = con.sql(sql.load_sql("first_run_sections")).fetchall()
+    sections = first_run_stats(section_stats, run_time,
+                               news="is_news" not in plain_omitted(valid.constant_columns,
+                                                                   with_news))
+    if sections is None:
+        sections = con.sql(sql.load_sql("first_run_sections")).fetchall()
     view = replace(view, section_buckets=buckets,
                    section_stats=[list(r[:4]) for r in sections])
     result = DiffResult(
@@ -325,6 +334,20 @@ def _first_run_view(con: duckdb.DuckDBPyConnection, valid: ValidRows, run_time: 
     log.info("diff: %d added (a first run: no row written), %d future lastmods clamped (%.1f s)",
              result.added, result.lastmod_clamped, result.seconds)
     return result
+
+
+def first_run_stats(section_stats: Sequence[Sequence[Any]] | None, run_time: datetime, *,
+                    news: bool) -> list[tuple[Any, ...]] | None:
+    """sql/first_run_sections.sql's rows from load's counts by section
+    (pipeline.load.first_run_sections): the same numbers without a pass over every row (10M
+    rows: 0.9 s), where they are all known: no row may be a news article (which moves to
+    the news section) and no lastmod is after the run's time (none is clamped). Else None."""
+    if section_stats is None or news:
+        return None
+    if any(newest is not None and datetime.fromisoformat(newest) > run_time
+           for *_, newest in section_stats):
+        return None
+    return [(section, urls, lo, hi, 0, 0) for section, urls, lo, hi, _ in section_stats]
 
 
 def first_run_rows(con: duckdb.DuckDBPyConnection, view: DiffedView, files: Sequence[str]

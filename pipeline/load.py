@@ -124,6 +124,8 @@ class LoadResult:
     #: Each section's rows (pipeline.unchanged.sums_by_section: section, rows, two sums of
     #: the row hashes, newest lastmod as ISO 8601), with `row_sums`; None without them.
     section_sums: list[tuple[str, int, int, int, str | None]] | None = None
+    #: A first run's (`bucket_sections`) rows to publish by section: first_run_sections.
+    first_run_sections: list[list[Any]] | None = None
 
     @property
     def rejected_rows(self) -> int:
@@ -301,7 +303,8 @@ def load(inventory: str, site_url: str, work_uri: str, *, section_depth: int = 1
     `bucket_sections` (a first run): in one partition, write the rows in buckets of the
     path segments their section is named from (`normalized/bucket=K/`, K =
     hash(raw_section) % DIFFED_BUCKETS), which plan reads through the diff's query
-    (pipeline.diffed.DiffedView) instead of a copy of them written by the diff.
+    (pipeline.diffed.DiffedView) instead of a copy of them written by the diff; and count
+    them by section for that diff (`LoadResult.first_run_sections`).
     `row_hashes`: also sum a hash of every input row, as pipeline.unchanged.row_sums does
     (`LoadResult.row_sums`), in the pass that reads them anyway, and each section's
     (`LoadResult.section_sums`)."""
@@ -381,17 +384,25 @@ def load(inventory: str, site_url: str, work_uri: str, *, section_depth: int = 1
             con.execute(sql.load_sql("dedupe_rows"))
             con.unregister("repeated_url_hashes")
             con.execute(sql.load_sql("classified_rows"))
+            # A first run's section bounds come with the counts (classified_counts), for a
+            # diff that reads its rows where load wrote them (in buckets, one partition).
+            bounds = bucket_sections and split == 1
+            con.sql(f"SELECT *, {'url' if bounds else 'NULL::VARCHAR'} AS bounded_url "
+                    "FROM classified").create_view("counted", replace=True)
             counts = con.sql(sql.load_sql("classified_counts"))
             names = counts.columns
             groups = [dict(zip(names, row, strict=True)) for row in counts.fetchall()]
-            sums = section_sums = None
-            if row_hashes:  # the input's, and each section's (pipeline.unchanged)
-                sums = (sum(g["rows"] for g in groups), sum(int(g["hash_sum"]) for g in groups),
-                        sum(int(g["hash_hash_sum"]) for g in groups), list(duck_types))
+            sums = section_sums = sections = None
+            if row_hashes or bounds:
                 con.execute(sql.load_sql("section_slugs"))
-                section_sums = sums_by_section(
-                    groups,
-                    dict(con.sql("SELECT raw_section, section FROM section_slugs").fetchall()))
+                slugs = dict(con.sql("SELECT raw_section, section FROM section_slugs").fetchall())
+                if bounds:
+                    sections = first_run_sections(groups, slugs)
+                if row_hashes:  # the input's, and each section's (pipeline.unchanged)
+                    sums = (sum(g["rows"] for g in groups),
+                            sum(int(g["hash_sum"]) for g in groups),
+                            sum(int(g["hash_hash_sum"]) for g in groups), list(duck_types))
+                    section_sums = sums_by_section(groups, slugs)
             not_reciprocal = (int(sql.scalar(con, sql.load_sql("alternates_not_reciprocal")))
                               if "alternates" in types else 0)
         except duckdb.Error as exc:
@@ -427,11 +438,34 @@ def load(inventory: str, site_url: str, work_uri: str, *, section_depth: int = 1
         field_issues=issues, normalized_uris=tuple(normalized_uris),
         duplicates_uri=duplicates_uri, rejects_uri=rejects_uri, site_prefix=site.prefix,
         section_depth=section_depth, files=files, seconds=time.monotonic() - started,
-        constant_columns=constants, split=split, row_sums=sums, section_sums=section_sums)
+        constant_columns=constants, split=split, row_sums=sums, section_sums=section_sums,
+        first_run_sections=sections)
     progress.done(f"{input_rows:,} rows, {valid_rows:,} valid, {result.rejected_rows:,} rejected")
     log.info("load: %d input rows, %d valid, rejected %s, dropped fields %s (%.1f s)",
              input_rows, valid_rows, rejected or "none", result.field_issues, result.seconds)
     return result
+
+
+def first_run_sections(groups: Sequence[dict[str, Any]], slugs: dict[str, str]
+                       ) -> list[list[Any]]:
+    """A first run's rows to publish by section, from load's counts by reject reason and
+    path segments (sql/classified_counts.sql, with their URLs' bounds): [section, rows,
+    smallest URL, largest URL, newest lastmod as ISO 8601], in section order; the path
+    segments named as sql/section_slugs.sql names them (`slugs`: none is 'root', as
+    sql/valid_rows.sql has it). The diff of a first run takes its counts from these
+    (pipeline.diff.first_run_stats)."""
+    found: dict[str, list[Any]] = {}
+    for g in groups:
+        if g["reason"] is not None:
+            continue
+        section = slugs.get(g["raw_section"], "root")
+        acc = found.setdefault(section, [section, 0, g["min_url"], g["max_url"], None])
+        acc[1] += int(g["rows"])
+        acc[2], acc[3] = min(acc[2], g["min_url"]), max(acc[3], g["max_url"])
+        if g["newest"] is not None and (acc[4] is None or g["newest"] > acc[4]):
+            acc[4] = g["newest"]
+    return [[*acc[:4], None if acc[4] is None else acc[4].isoformat()]
+            for _, acc in sorted(found.items())]
 
 
 #: The counts of sql/classified_counts.sql that load reports (each reason's, its sections

@@ -298,7 +298,8 @@ def load_step(ctx: RunContext, progress: Any = None) -> LoadCounts:
                              "rejects_uri": result.rejects_uri,
                              "previous_partition_rows": previous_rows,
                              "previous_split": previous_split, "input_identity": identity,
-                             "section_identities": sections})
+                             "section_identities": sections,
+                             "first_run_sections": result.first_run_sections})
     check_rejects(result.input_rows, result.rejected, ctx.options.max_reject_share)
     return counts
 
@@ -336,7 +337,8 @@ def diff_partition_step(ctx: RunContext, partition: int) -> DiffCounts:
                   with_news=ctx.options.format == "xml", partition=partition,
                   partitions=partitions, previous_rows=previous_rows,
                   previous_files=previous_files,
-                  unchanged_sections=sorted(unchanged_sections(ctx)))
+                  unchanged_sections=sorted(unchanged_sections(ctx)),
+                  section_stats=loaded.get("first_run_sections"))
     counts = DiffCounts(result.counts(), round(result.seconds, 3), partitions, partition)
     DIFF_RESULTS.write(_work(ctx), partition, partitions, {
         **counts.to_dict(), "diffed_uris": result.diffed_uris,

@@ -15,10 +15,14 @@
 --   sections' identities, their duplicates summed apart: the same sums of their hashes
 --   hashed once more, so that another of a repeated URL's rows publishing changes them;
 -- - the newest lastmod (a lastmod after either run's time is clamped to it, which changes
---   the row).
+--   the row);
+-- - on a first run, the smallest and largest URL (the diff's stats of each section, which it
+--   then need not take in a pass of its own: 10M rows, 0.3 s here against 0.9 s there); on
+--   other runs `bounded_url` is a NULL constant, which costs nothing.
 -- One scan instead of three (the counts, the sums, the duplicates' sums): over 10M rows
 -- 0.67-0.96 s instead of 0.83-1.07 s.
--- Reads `classified`. Parameters: none.
+-- Reads `counted`: `classified` with `bounded_url`, its URL on a first run, else NULL
+-- (pipeline.load). Parameters: none.
 SELECT
     reason,
     raw_section,
@@ -37,7 +41,9 @@ SELECT
              FILTER (WHERE reason = 'duplicate'), 0) AS tagged_hash_sum,
     coalesce(sum(hash(hash(_input_row_hash, 'duplicate'))::HUGEINT)
              FILTER (WHERE reason = 'duplicate'), 0) AS tagged_hash_hash_sum,
-    max(lastmod) AS newest
-FROM classified
+    max(lastmod) AS newest,
+    min(bounded_url) AS min_url,
+    max(bounded_url) AS max_url
+FROM counted
 GROUP BY reason, raw_section
 ORDER BY reason NULLS FIRST, raw_section;

@@ -28,6 +28,7 @@ from pipeline.diff import (
     combine,
     diff,
     diff_relation,
+    first_run_stats,
     partitions_for,
     previous_partition_rows,
 )
@@ -373,9 +374,11 @@ def test_an_incremental_runs_parts_leave_out_the_inventorys_one_values(tmp_path:
 def test_a_first_run_in_one_partition_writes_no_diffed_row(tmp_path: Path) -> None:
     """Load writes a first run's rows in buckets of sections; the diff writes none of them
     (DiffedView): every reader runs its query over load's files, and gets what it would
-    write. Its one pass gives the counts and each section's rows and URL range."""
+    write. Its one pass gives the counts and each section's rows and URL range; load's
+    counts give the same, without that pass."""
     inventory = make_inventory(tmp_path / "demo.parquet", 2_000, site=SITE)
-    valid = load(str(inventory), SITE, str(tmp_path / "load"), bucket_sections=True).valid
+    loaded = load(str(inventory), SITE, str(tmp_path / "load"), bucket_sections=True)
+    valid = loaded.valid
     assert bucketed(valid.normalized_uris) and len(valid.normalized_uris) > 1
     assert all("/normalized/bucket=" in u for u in valid.normalized_uris)
     work = tmp_path / "first"
@@ -396,6 +399,16 @@ def test_a_first_run_in_one_partition_writes_no_diffed_row(tmp_path: Path) -> No
     assert [list(r) for r in view.section_stats] == [list(r) for r in con.sql(
         "SELECT section, count(*), min(url), max(url) FROM diffed GROUP BY ALL ORDER BY ALL"
     ).fetchall()]
+    # Load's counts by section give the same view and counts, where no row is news and no
+    # lastmod is after the run's time; else the diff makes its pass.
+    stats = loaded.first_run_sections
+    assert stats is not None and first_run_stats(stats, T0, news=False) is not None
+    from_load = diff(valid, None, T0, str(tmp_path / "from-load"), section_stats=stats)
+    assert from_load.view == result.view and from_load.counts() == result.counts()
+    newest = max(datetime.fromisoformat(r[4]) for r in stats if r[4] is not None)
+    assert first_run_stats(stats, newest, news=False) is not None
+    assert first_run_stats(stats, newest - timedelta(seconds=1), news=False) is None
+    assert first_run_stats(stats, T0, news=True) is None
     # A section's rows are all in the buckets files_of_sections gives for it.
     for section, *_ in view.section_stats:
         files = files_of_sections(con, result.diffed_uris, [section], view)

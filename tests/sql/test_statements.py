@@ -13,7 +13,7 @@ import pytest
 from pipeline import load, plan, sql
 from pipeline.extensions import NAMESPACE_MARKERS
 from pipeline.limits import CHANGEFREQ_VALUES
-from pipeline.load import ISSUE_COUNTS
+from pipeline.load import ISSUE_COUNTS, first_run_sections
 from pipeline.unchanged import sums_by_section
 
 T = datetime(2026, 12, 2, 3, 0, 0, tzinfo=UTC)
@@ -504,6 +504,8 @@ def test_rejected_rows_and_classified_counts(con: duckdb.DuckDBPyConnection) -> 
                    "EXCEPT SELECT row_id, reason FROM classified").fetchall() == []
     # Rows per reason (NULL: the published rows) and path segments; a rejected row's fields
     # are not "dropped", load reads the dropped fields of the NULL reason only.
+    # load's view: a first run's also gives the URLs' bounds, others a NULL column
+    con.execute("CREATE VIEW counted AS SELECT *, url AS bounded_url FROM classified")
     counts = con.sql(sql.load_sql("classified_counts"))
     groups = [dict(zip(counts.columns, r, strict=True)) for r in counts.fetchall()]
     issues = ("rows", "lastmod_given", "lastmod_invalid", "changefreq_invalid",
@@ -535,6 +537,13 @@ def test_rejected_rows_and_classified_counts(con: duckdb.DuckDBPyConnection) -> 
         ("a", 1, 11 + h("hash(55::UBIGINT, 'duplicate')"),
          h("hash(11::UBIGINT)") + h("hash(hash(55::UBIGINT, 'duplicate'))"), T.isoformat()),
         ("root", 1, 33, h("hash(33::UBIGINT)"), None)]
+    # A first run's sections: the rows to publish, their URLs' bounds and newest lastmod.
+    assert first_run_sections(groups, {"a/": "a"}) == [
+        ["a", 1, "https://e.com/a", "https://e.com/a", T.isoformat()],
+        ["root", 1, "https://e.com/b", "https://e.com/b", None]]
+    # two path segments of one slug: one section, its bounds over both
+    assert first_run_sections(groups, {"a/": "a", "b/": "a"}) == [
+        ["a", 2, "https://e.com/a", "https://e.com/b", T.isoformat()]]
 
 
 def test_changed_rows_and_reused_rows(con: duckdb.DuckDBPyConnection) -> None:
