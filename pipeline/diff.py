@@ -23,9 +23,9 @@ load wrote its rows in buckets of sections, and every reader runs this stage's q
 the buckets it needs (`first_run_rows`); the diff takes its counts and each section's
 stats from load's (`first_run_stats`), or makes one pass over them. A first run in forced
 partitions writes them, its parts without the columns that hold one value there
-(FIRST_RUN_OMITTED: every row is added, changed last
-when first seen, in no previous shard); every reader reads the parts through
-`pipeline.diffed.register_diffed`, which puts them back.
+(FIRST_RUN_OMITTED: every row is added, changed last when first seen, in no previous
+shard); every reader reads the parts through `pipeline.diffed.register_diffed`, which puts
+them back.
 """
 
 from __future__ import annotations

@@ -57,10 +57,10 @@ class DiffedView:
     hash(raw_section) % DIFFED_BUCKETS: the path segments a section is named from).
 
     The diff takes its counts and `section_stats` from load's, or from one pass over them
-    (pipeline.diff.first_run_stats); plan reads each
-    slice's buckets through the query. A 10M-URL first run: the diff 0.7 s instead of 3 s,
-    load 0.4-0.8 s longer (its rows written in buckets) and plan 0.4-1.0 s (the query run
-    by each slice); 100M: 233 s instead of 247 s (README, "Measured").
+    (pipeline.diff.first_run_stats); plan reads each slice's buckets through the query. A
+    10M-URL first run: the diff 0.7 s instead of 3 s, load 0.4-0.8 s longer (its rows
+    written in buckets) and plan 0.4-1.0 s (the query run by each slice); 100M: 233 s
+    instead of 247 s (README, "Measured").
     """
 
     #: load's ValidRows, as load.json holds it; `register_diffed` reads the files it is
