@@ -112,7 +112,9 @@ def build(inventory: str, out: Path, site: str, limit: int | None, level: int) -
                 continue
             seen.add(url)
             line = "<url><loc>" + escape(url, ENTITIES) + "</loc>"
-            if lastmod is not None:
+            if isinstance(lastmod, str):  # a W3C datetime string, as the inventory gives it
+                line += "<lastmod>" + escape(lastmod.strip()) + "</lastmod>"
+            elif lastmod is not None:
                 line += "<lastmod>" + lastmod.strftime("%Y-%m-%dT%H:%M:%SZ") + "</lastmod>"
             if changefreq in ("always", "hourly", "daily", "weekly", "monthly", "yearly", "never"):
                 line += "<changefreq>" + changefreq + "</changefreq>"

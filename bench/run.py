@@ -1,6 +1,7 @@
-"""Benchmark harness: `sitemaps run` end to end against a pure-Python baseline.
+"""Benchmark harness: `sitemaps run` end to end against sitemap.js and a pure-Python baseline.
 
-For each inventory size (demo inventories from pipeline.demo.make_inventory):
+For each inventory size (the realistic inventory of bench/inventory.py by default, the demo
+inventory of pipeline.demo.make_inventory with --inventory demo):
 
 * runs `sitemaps run --json` in a subprocess, to a local folder, and records the
   wall time, URLs/s, CPU time, peak RSS (wait4 rusage of that very child), the
@@ -11,6 +12,9 @@ For each inventory size (demo inventories from pipeline.demo.make_inventory):
 * with --incremental: changes 0.1% of the rows at random (half get a new
   lastmod, half a new changefreq: both change the row's fingerprint), runs
   again into the same output and compares time and bytes written;
+* runs the peer, sitemap.js v9 (npm `sitemap`, SitemapAndIndexStream, createGzip, one Node
+  thread), on the same rows exported to NDJSON before its timing starts; installed into
+  ~/.cache/sitemap-pipeline-bench/sitemapjs when missing, skipped with a note when it cannot be;
 * runs bench/baseline.py (the simplest correct pure-Python writer) the same
   way, fully or, when that would take too long, on a sample, extrapolated.
 
@@ -157,12 +161,33 @@ def _tail(path: str, n: int = 30) -> str:
 
 # --------------------------------------------------------------------------- inventories
 
-def make_inventory(path: Path, urls: int) -> float:
-    from pipeline.demo import make_inventory as demo_inventory
+INVENTORIES = ("realistic", "demo")
 
+
+def make_inventory(path: Path, urls: int, kind: str = "realistic",
+                   seed: int | None = None) -> float:
+    """Writes the `kind` inventory of `urls` rows; returns the seconds it took."""
     t = time.monotonic()
-    demo_inventory(path, urls)
+    if kind == "demo":
+        from pipeline.demo import make_inventory as demo_inventory
+
+        demo_inventory(path, urls)
+    else:
+        sys.path.insert(0, str(ROOT / "bench"))
+        import inventory
+
+        inventory.make(path, urls, inventory.DEFAULT_SEED if seed is None else seed, SITE)
     return round(time.monotonic() - t, 3)
+
+
+def _bump_sql(con: Any, src: Path) -> str:
+    """The new lastmod ($bump) in the inventory's own lastmod type: the realistic inventory
+    holds W3C strings, the demo timestamps."""
+    types = dict(con.sql("SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM "
+                         "read_parquet($p))", params={"p": str(src)}).fetchall())
+    if types.get("lastmod") == "VARCHAR":
+        return "strftime($bump::TIMESTAMPTZ, '%Y-%m-%dT%H:%M:%SZ')"
+    return "$bump::TIMESTAMPTZ"
 
 
 def clustered_change(src: Path, dst: Path, changed: int = 10_000, added: int = 5_000
@@ -187,13 +212,14 @@ def clustered_change(src: Path, dst: Path, changed: int = 10_000, added: int = 5
                      params={"s": section, "n": changed, "site": SITE}).fetchall()[0]
     bump = (datetime.now(UTC) - timedelta(hours=1)).replace(microsecond=0)
     site = SITE.rstrip("/")
-    con.sql("""
+    new = _bump_sql(con, src)
+    con.sql(f"""
         SELECT * EXCLUDE (sec) REPLACE (
-            CASE WHEN sec = $s AND url BETWEEN $lo AND $hi THEN $bump::TIMESTAMPTZ
+            CASE WHEN sec = $s AND url BETWEEN $lo AND $hi THEN {new}
                  ELSE lastmod END AS lastmod)
         FROM inv
         UNION ALL
-        SELECT $site || '/' || $s || '/zzz-new-' || i AS url, $bump::TIMESTAMPTZ AS lastmod,
+        SELECT $site || '/' || $s || '/zzz-new-' || i AS url, {new} AS lastmod,
                NULL AS changefreq, NULL AS priority
         FROM range($added) t(i)
     """, params={"s": section, "lo": lo, "hi": hi, "bump": bump, "site": site,
@@ -225,10 +251,10 @@ def mutate_inventory(src: Path, dst: Path, share: float, seed: int) -> dict[str,
     con.register("chosen", pa.table({"rn": pa.array(rows, pa.int64()),
                                      "mode": pa.array([i % 2 for i in range(k)], pa.int8())}))
     bump = (datetime.now(UTC) - timedelta(hours=1)).replace(microsecond=0)
-    con.sql("""
+    con.sql(f"""
         SELECT
             i.* REPLACE (
-                CASE WHEN c.mode = 0 THEN $bump::TIMESTAMPTZ ELSE i.lastmod END AS lastmod,
+                CASE WHEN c.mode = 0 THEN {_bump_sql(con, src)} ELSE i.lastmod END AS lastmod,
                 CASE WHEN c.mode = 1 THEN CASE i.changefreq WHEN 'daily' THEN 'weekly'
                                                             WHEN 'weekly' THEN 'monthly'
                                                             ELSE 'daily' END
@@ -374,6 +400,70 @@ def baseline_limit(size: int, args: argparse.Namespace, done: list[dict[str, Any
     return None if projected <= args.baseline_budget else ref["urls"]
 
 
+# --------------------------------------------------------------------------- the peer: sitemap.js
+
+SITEMAPJS_SPEC = "sitemap@9"
+SITEMAPJS_CACHE = (Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+                   / "sitemap-pipeline-bench" / "sitemapjs")
+
+
+def sitemapjs_install(cache: Path = SITEMAPJS_CACHE) -> tuple[Path | None, str]:
+    """(the folder holding node_modules/sitemap, "") or (None, why the peer is skipped)."""
+    if shutil.which("node") is None:
+        return None, "no `node` on PATH"
+    pkg = cache / "node_modules" / "sitemap" / "package.json"
+    if not pkg.is_file():
+        if shutil.which("npm") is None:
+            return None, "no `npm` on PATH to install sitemap.js"
+        cache.mkdir(parents=True, exist_ok=True)
+        try:
+            done = subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--prefix",
+                                   str(cache), SITEMAPJS_SPEC], capture_output=True, text=True,
+                                  timeout=300, check=False)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            return None, f"`npm install {SITEMAPJS_SPEC}` failed: {e}"
+        if done.returncode != 0 or not pkg.is_file():
+            tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or [""]
+            return None, f"`npm install {SITEMAPJS_SPEC}` failed: {tail[0]}"
+    version = json.loads(pkg.read_text()).get("version", "")
+    if not version.startswith("9."):
+        return None, f"{pkg} is sitemap {version}, not 9.x; remove {cache} to reinstall"
+    return cache, ""
+
+
+def export_rows(inventory: Path, dst: Path) -> float:
+    """The inventory's url, lastmod (a W3C string), changefreq and priority as NDJSON, for
+    the peer to stream; done before its timing starts. Returns the seconds it took."""
+    from pipeline import sql
+
+    t = time.monotonic()
+    con = sql.connect(ordered=True)
+    types = dict(con.sql("SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM "
+                         "read_parquet($p))", params={"p": str(inventory)}).fetchall())
+    cols = ["url"]
+    if "lastmod" in types:
+        cols.append("lastmod" if types["lastmod"] == "VARCHAR" else
+                    "strftime(lastmod::TIMESTAMPTZ, '%Y-%m-%dT%H:%M:%SZ') AS lastmod")
+    cols += [c for c in ("changefreq", "priority") if c in types]
+    con.execute(f"COPY (SELECT {', '.join(cols)} FROM read_parquet($p)) TO $dst "
+                "(FORMAT json)", {"p": str(inventory), "dst": str(dst)})
+    con.close()
+    return round(time.monotonic() - t, 3)
+
+
+def sitemapjs_run(module_dir: Path, rows: Path, out: Path, env: dict[str, str], logs: Path,
+                  size: int, level: int) -> dict[str, Any]:
+    cmd = ["node", str(ROOT / "bench" / "sitemapjs_peer.js"), str(module_dir), str(rows),
+           str(out), SITE, str(level)]
+    m = run_measured(cmd, env=env, log_dir=logs, name=f"sitemapjs-{size}")
+    if m["returncode"] != 0:
+        raise SystemExit(f"sitemap.js failed ({m['returncode']}):\n{_tail(m['stderr'])}")
+    m["summary"] = json.loads(Path(m["stdout"]).read_text())
+    m["rss_samples"] = _thin(m["rss_samples"])
+    shutil.rmtree(out, ignore_errors=True)
+    return m
+
+
 # --------------------------------------------------------------------------- report
 
 def _pct(x: float) -> str:
@@ -387,11 +477,13 @@ def markdown(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
              + (f"the code run: {meta['sitemaps']} (the commit is the harness's own); "
                 if meta.get("sitemaps") else "") +
              f"{meta['cpus']} cores, Python {meta['python']}, DuckDB {meta['duckdb']}, "
-             f"pyarrow {meta['pyarrow']}, gzip level {meta['gzip_level']} (isal)", ""]
-    lines += ["| URLs | pipeline s | URLs/s | peak RSS MiB | CPU (cores) | load | diff | plan "
+             f"pyarrow {meta['pyarrow']}, gzip level {meta['gzip_level']} (isal); "
+             f"inventory: {meta['inventory']}", ""]
+    lines += _peer_table(results, meta)
+    lines += ["| inventory | URLs | pipeline s | URLs/s | peak RSS MiB | CPU (cores) | load | diff | plan "
               "| render (gzip / write+sha / rest) | publish | other | others' CPU | baseline s "
               "| baseline RSS MiB | baseline / pipeline |",
-              "|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|"]
+              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|"]
     for r in results:
         p, s = r["pipeline"], r["shares"]
         b = r.get("baseline")
@@ -401,7 +493,7 @@ def markdown(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
                       f"{b['seconds'] / p['wall_seconds']:.1f}x")
         else:
             bcells = ("-", "-", "-")
-        cells = [f"{r['urls']:,}", f"{p['wall_seconds']:.1f}",
+        cells = [r["inventory"], f"{r['urls']:,}", f"{p['wall_seconds']:.1f}",
                  f"{r['urls'] / p['wall_seconds']:,.0f}", f"{p['peak_rss_mib']:.0f}",
                  f"{p['cpu_util']:.2f}", _pct(s["load"]), _pct(s["diff"]), _pct(s["plan"]),
                  f"{_pct(s['render'])} ({_pct(s['render.gzip'])} / {_pct(s['render.write'])} / "
@@ -460,6 +552,36 @@ def markdown(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _peer_table(results: list[dict[str, Any]], meta: dict[str, Any]) -> list[str]:
+    """The pipeline beside sitemap.js (and the baseline), the same rows, the same sitting."""
+    lines = ["First run against the peer, sitemap.js "
+             f"{meta.get('sitemapjs') or '(skipped: ' + str(meta.get('sitemapjs_note')) + ')'} "
+             "(one Node thread, SitemapAndIndexStream + createGzip level "
+             f"{meta.get('peer_gzip_level')}, ErrorLevel.SILENT: no validation, no diff, no "
+             "state; its rows read from NDJSON exported from the Parquet before its timing), "
+             "and the pure-Python baseline:", "",
+             "| inventory | URLs | pipeline s | pipeline RSS MiB | sitemap.js s "
+             "| sitemap.js RSS MiB | sitemap.js / pipeline (time) | sitemap.js / pipeline (RSS) "
+             "| baseline s | baseline / pipeline (time) |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in results:
+        p, j, b = r["pipeline"], r.get("sitemapjs"), r.get("baseline")
+        jc = ((f"{j['wall_seconds']:.1f}", f"{j['peak_rss_mib']:.0f}",
+               f"{j['wall_seconds'] / p['wall_seconds']:.2f}x",
+               f"{j['peak_rss_mib'] / p['peak_rss_mib']:.2f}x") if j else ("-",) * 4)
+        bc = ((f"{b['seconds']:.1f}" + ("" if b["mode"] == "full" else " (est.)"),
+               f"{b['seconds'] / p['wall_seconds']:.2f}x") if b else ("-", "-"))
+        lines.append("| " + " | ".join([r["inventory"], f"{r['urls']:,}",
+                                        f"{p['wall_seconds']:.1f}", f"{p['peak_rss_mib']:.0f}",
+                                        *jc, *bc]) + " |")
+    notes = [f"sitemap.js at {r['urls']:,}: {r['sitemapjs']['summary']['urls']:,} URLs written "
+             f"in {r['sitemapjs']['summary']['files']:,} files (every row with a URL: it "
+             "rejects nothing), rows exported in "
+             f"{r['sitemapjs']['export_seconds']} s (not timed)"
+             for r in results if r.get("sitemapjs")]
+    return lines + [""] + [f"- {n}" for n in notes] + ([""] if notes else [])
+
+
 def _git(*args: str) -> str:
     try:
         return subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True,
@@ -504,6 +626,14 @@ def main(argv: list[str] | None = None) -> int:
                    help="seconds a full baseline run may be projected to take (default 300)")
     p.add_argument("--baseline-gzip-level", type=int, default=6)
     p.add_argument("--no-baseline", action="store_true")
+    p.add_argument("--inventory", choices=INVENTORIES, default="realistic",
+                   help="realistic (bench/realistic_inventory.sql, the default) or demo "
+                        "(sql/demo_inventory.sql)")
+    p.add_argument("--inventory-seed", type=int,
+                   help="the realistic inventory's seed (default: bench/inventory.py's)")
+    p.add_argument("--no-peer", action="store_true", help="do not run sitemap.js")
+    p.add_argument("--peer-gzip-level", type=int, default=1,
+                   help="sitemap.js's createGzip level (default 1, the pipeline's default)")
     p.add_argument("--incremental", action="store_true",
                    help="second run on the same output after changing the inventory (--change)")
     p.add_argument("--change", choices=("random", "clustered", "none"), nargs="+",
@@ -531,15 +661,30 @@ def main(argv: list[str] | None = None) -> int:
     env["TMPDIR"] = str(base / "tmp")  # work folders and DuckDB spill stay inside `base`
     (base / "tmp").mkdir(exist_ok=True)
     meta = metadata()
+    meta["inventory"] = args.inventory
+    meta["peer_gzip_level"] = args.peer_gzip_level
+    peer_dir: Path | None = None
+    if not args.no_peer:
+        peer_dir, note = sitemapjs_install()
+        if peer_dir is None:
+            meta["sitemapjs_note"] = note
+            print(f"# sitemap.js skipped: {note}", file=sys.stderr)
+        else:
+            meta["sitemapjs"] = json.loads(
+                (peer_dir / "node_modules" / "sitemap" / "package.json").read_text())["version"]
+            meta["node"] = subprocess.run(["node", "--version"], capture_output=True, text=True,
+                                          check=False).stdout.strip()
+    else:
+        meta["sitemapjs_note"] = "--no-peer"
     if args.sitemaps != default_sitemaps:
         meta["sitemaps"] = args.sitemaps
     results: list[dict[str, Any]] = []
     print(f"# sitemaps bench in {base} (commit {meta['commit']})", file=sys.stderr)
     try:
         for size in sorted(args.urls):
-            r: dict[str, Any] = {"urls": size}
-            inv = base / "inventories" / f"inventory-{size}.parquet"
-            r["inventory_seconds"] = make_inventory(inv, size)
+            r: dict[str, Any] = {"urls": size, "inventory": args.inventory}
+            inv = base / "inventories" / f"inventory-{args.inventory}-{size}.parquet"
+            r["inventory_seconds"] = make_inventory(inv, size, args.inventory, args.inventory_seed)
             r["inventory_mib"] = round(inv.stat().st_size / 2**20, 1)
             print(f"# {size:,}: inventory {r['inventory_seconds']} s", file=sys.stderr)
             out = base / f"pipeline-{size}"
@@ -567,6 +712,15 @@ def main(argv: list[str] | None = None) -> int:
                           file=sys.stderr)
                     inv2.unlink()
                 r["incremental"] = r["incrementals"][0]
+            if peer_dir is not None:
+                rows = base / "inventories" / f"rows-{args.inventory}-{size}.ndjson"
+                export = export_rows(inv, rows)
+                r["sitemapjs"] = sitemapjs_run(peer_dir, rows, base / f"sitemapjs-{size}", env,
+                                               base / "logs", size, args.peer_gzip_level)
+                r["sitemapjs"]["export_seconds"] = export
+                rows.unlink()
+                print(f"# {size:,}: sitemap.js {r['sitemapjs']['wall_seconds']} s, "
+                      f"{r['sitemapjs']['peak_rss_mib']} MiB", file=sys.stderr)
             if not args.no_baseline:
                 limit = baseline_limit(size, args, results)
                 r["baseline"] = baseline_run(inv, base / f"baseline-{size}", env, base / "logs",
