@@ -73,8 +73,9 @@ def make(path: Path, urls: int, seed: int = DEFAULT_SEED, site: str = SITE) -> f
     path.parent.mkdir(parents=True, exist_ok=True)
     con = sql.connect(ordered=True)  # rows in the order of range(): the same file each time
     con.execute((HERE / "realistic_macros.sql").read_text(encoding="utf-8"))
+    con.execute("CREATE TEMP TABLE inv_ids AS SELECT i FROM range($urls) t(i)", {"urls": urls})
     query = (HERE / "realistic_inventory.sql").read_text(encoding="utf-8")
-    con.sql(query, params={"urls": urls, "seed": seed, "site": site.rstrip("/")}
+    con.sql(query, params={"seed": seed, "site": site.rstrip("/")}
             ).write_parquet(str(path), compression="zstd")
     con.close()
     return round(time.monotonic() - started, 3)
