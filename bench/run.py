@@ -92,6 +92,10 @@ def run_measured(cmd: list[str], *, env: dict[str, str], log_dir: Path, name: st
     stdout_path, stderr_path = log_dir / f"{name}.stdout", log_dir / f"{name}.stderr"
     load_before = os.getloadavg()
     busy_before = _busy_seconds()
+    # A child's rusage peak starts at this process's own peak (a fork copies the high-water
+    # mark, and exec keeps it): after an in-process DuckDB export or inventory it would report
+    # this harness's peak, not the child's. Kept to tell which figure to trust.
+    own_kib = _proc_kib(os.getpid(), "VmHWM") or 0
     with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
         started_epoch = time.time()
         t0 = time.monotonic()
@@ -100,6 +104,7 @@ def run_measured(cmd: list[str], *, env: dict[str, str], log_dir: Path, name: st
         # this checkout's pipeline instead.
         proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env, cwd=str(log_dir))
     samples: list[tuple[float, int]] = []
+    hwm = [0]  # the child's own VmHWM (its high-water mark since exec), as last seen
     stop = threading.Event()
 
     def sample() -> None:
@@ -107,6 +112,7 @@ def run_measured(cmd: list[str], *, env: dict[str, str], log_dir: Path, name: st
             rss = _proc_kib(proc.pid, "VmRSS")
             if rss is not None:
                 samples.append((time.time(), rss))
+            hwm[0] = max(hwm[0], _proc_kib(proc.pid, "VmHWM") or 0)
             stop.wait(poll)
 
     poller = threading.Thread(target=sample, daemon=True)
@@ -120,12 +126,20 @@ def run_measured(cmd: list[str], *, env: dict[str, str], log_dir: Path, name: st
     busy = _busy_seconds() - busy_before
     _, status, ru = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
+    # rusage, unless it is no more than this process's own peak at the fork (then the child's
+    # VmHWM, sampled every `poll` seconds: a lower bound by at most the last interval's growth)
+    inherited = ru.ru_maxrss <= own_kib * 1.02
+    peak_kib = max(hwm[0], max((r for _, r in samples), default=0)) if inherited \
+        else ru.ru_maxrss
     return {
         "cmd": cmd, "returncode": proc.returncode, "wall_seconds": round(wall, 3),
         "started": started_epoch,
         "user_seconds": round(ru.ru_utime, 3), "sys_seconds": round(ru.ru_stime, 3),
         "cpu_util": round((ru.ru_utime + ru.ru_stime) / wall, 2) if wall else None,
-        "peak_rss_mib": round(ru.ru_maxrss / 1024, 1),
+        "peak_rss_mib": round(peak_kib / 1024, 1),
+        "peak_rss_source": "VmHWM (sampled)" if inherited else "rusage",
+        "rusage_maxrss_mib": round(ru.ru_maxrss / 1024, 1),
+        "harness_peak_rss_mib_at_spawn": round(own_kib / 1024, 1),
         "io_write_mib": round(io.get("wchar", 0) / 2**20, 1),
         "io_read_mib": round(io.get("rchar", 0) / 2**20, 1),
         "loadavg_before": [round(x, 2) for x in load_before],
