@@ -437,8 +437,9 @@ def sitemapjs_install(cache: Path = SITEMAPJS_CACHE) -> tuple[Path | None, str]:
         except (OSError, subprocess.TimeoutExpired) as e:
             return None, f"`npm install {SITEMAPJS_SPEC}` failed: {e}"
         if done.returncode != 0 or not pkg.is_file():
-            tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or [""]
-            return None, f"`npm install {SITEMAPJS_SPEC}` failed: {tail[0]}"
+            said = [line for line in (done.stderr or done.stdout).splitlines()
+                    if line.strip() and "complete log" not in line]
+            return None, f"`npm install {SITEMAPJS_SPEC}` failed: {said[0] if said else '?'}"
     version = json.loads(pkg.read_text()).get("version", "")
     if not version.startswith("9."):
         return None, f"{pkg} is sitemap {version}, not 9.x; remove {cache} to reinstall"
