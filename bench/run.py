@@ -577,8 +577,8 @@ def _peer_table(results: list[dict[str, Any]], meta: dict[str, Any]) -> list[str
              "and the pure-Python baseline:", "",
              "| inventory | URLs | pipeline s | pipeline RSS MiB | sitemap.js s "
              "| sitemap.js RSS MiB | sitemap.js / pipeline (time) | sitemap.js / pipeline (RSS) "
-             "| baseline s | baseline / pipeline (time) |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "| baseline s | baseline / pipeline (time) | others' CPU (pipeline / sitemap.js) |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in results:
         p, j, b = r["pipeline"], r.get("sitemapjs"), r.get("baseline")
         jc = ((f"{j['wall_seconds']:.1f}", f"{j['peak_rss_mib']:.0f}",
@@ -586,9 +586,10 @@ def _peer_table(results: list[dict[str, Any]], meta: dict[str, Any]) -> list[str
                f"{j['peak_rss_mib'] / p['peak_rss_mib']:.2f}x") if j else ("-",) * 4)
         bc = ((f"{b['seconds']:.1f}" + ("" if b["mode"] == "full" else " (est.)"),
                f"{b['seconds'] / p['wall_seconds']:.2f}x") if b else ("-", "-"))
+        others = f"{p['other_cpu_cores']:.2f} / " + (f"{j['other_cpu_cores']:.2f}" if j else "-")
         lines.append("| " + " | ".join([r["inventory"], f"{r['urls']:,}",
                                         f"{p['wall_seconds']:.1f}", f"{p['peak_rss_mib']:.0f}",
-                                        *jc, *bc]) + " |")
+                                        *jc, *bc, others]) + " |")
     notes = [f"sitemap.js at {r['urls']:,}: {r['sitemapjs']['summary']['urls']:,} URLs written "
              f"in {r['sitemapjs']['summary']['files']:,} files (every row with a URL: it "
              "rejects nothing), rows exported in "
