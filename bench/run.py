@@ -572,8 +572,9 @@ def _peer_table(results: list[dict[str, Any]], meta: dict[str, Any]) -> list[str
     lines = ["First run against the peer, sitemap.js "
              f"{meta.get('sitemapjs') or '(skipped: ' + str(meta.get('sitemapjs_note')) + ')'} "
              "(one Node thread, SitemapAndIndexStream + createGzip level "
-             f"{meta.get('peer_gzip_level')}, ErrorLevel.SILENT: no validation, no diff, no "
-             "state; its rows read from NDJSON exported from the Parquet before its timing), "
+             f"{meta.get('peer_gzip_level')} fed in 64 KiB writes, ErrorLevel.SILENT: no validation, "
+             "no diff, no state; its rows read from NDJSON exported from the Parquet before its "
+             "timing), "
              "and the pure-Python baseline:", "",
              "| inventory | URLs | pipeline s | pipeline RSS MiB | sitemap.js s "
              "| sitemap.js RSS MiB | sitemap.js / pipeline (time) | sitemap.js / pipeline (RSS) "
