@@ -1,4 +1,4 @@
-"""One sitemap DAG per site of the site file (`pipeline.sites`; see the README's "Airflow").
+"""One sitemap DAG per site of the site file (`pipeline.sites`; see docs/airflow.md).
 
 Each DAG runs the steps of `pipeline.steps` as tasks: rollback (a short circuit: a manual
 run with `rollback_to` rolls back and skips the rest), begin, load, diff_partitions, diff

@@ -16,7 +16,7 @@ the number of partitions. A first run has one (there is nothing to join); later 
 many as keep each join's hash table within DuckDB's memory (partitions_for). A partition
 whose diffed rows match every snapshot row of it (`previous_partition_rows`, counted once
 for all partitions) removes nothing, and skips the anti-join that finds removed URLs
-(sql/removed_rows.sql; 10M URLs: about 1 s a partition).
+(sql/removed_rows.sql).
 
 A first run in one partition writes no diffed rows either (pipeline.diffed.DiffedView):
 load wrote its rows in buckets of sections, and every reader runs this stage's query over
@@ -69,14 +69,14 @@ from pipeline.snapshot import register_snapshot
 log = logging.getLogger(__name__)
 
 #: Bytes DuckDB's hash table takes per snapshot row of the diff join (two 64-bit URL hashes,
-#: section, shard, fingerprint, three timestamps; measured: 10M rows spill 7 GB under a 1 GB
-#: limit, 5M rows fit), with room to spare.
+#: section, shard, fingerprint, three timestamps), with room to spare: 5M rows fit a 1 GB
+#: limit, 10M spill.
 DIFF_BUILD_ROW_BYTES = 150
 #: From this many partitions on, the load step cuts the live snapshot's rows by partition
 #: once (split_snapshot), so each partition reads its own share instead of scanning every
 #: row for it; with fewer, writing them costs more than the scans it saves.
 SNAPSHOT_SPLIT_PARTITIONS = 8
-#: At most this many automatic partitions (10M URLs under the default 1 GB make 2, 100M 15).
+#: At most this many automatic partitions.
 #: Load cuts the valid rows by the partitions, so each reads its own; each still scans the
 #: whole snapshot, which more partitions read more often.
 MAX_AUTO_DIFF_PARTITIONS = 16
@@ -262,7 +262,7 @@ def diff(valid: ValidRows, snapshot_uri: str | None, run_time: datetime, work_ur
         # The columns of one value left out (register_diffed puts them back)
         left_out = {*plain_omitted(valid.constant_columns, with_news),
                     *(FIRST_RUN_OMITTED if snapshot_uri is None else ())}
-        # The changefreq written from an ENUM's codes (5M rows: 0.2-0.4 s of CPU less); not
+        # The changefreq written from an ENUM's codes (a cheaper write); not
         # in diff_rows, whose first-run rows plan hashes as text (line_hash)
         rel = rel.project(", ".join(
             f"changefreq::{CHANGEFREQ_ENUM} AS changefreq" if c == "changefreq" else c
@@ -283,7 +283,7 @@ def diff(valid: ValidRows, snapshot_uri: str | None, run_time: datetime, work_ur
     if snapshot_uri is None:
         # A first run adds every row it publishes: the state step writes those changes
         # from the planned rows, in the pass that writes the snapshot from them
-        # (pipeline.snapshot), instead of a scan and a write of every row here (10M: 1.0 s).
+        # (pipeline.snapshot), instead of a scan and a write of every row here.
         con.sql(NO_CHANGES).create_view("changes", replace=True)
     else:
         changes = con.sql(sql.load_sql("changed_rows"))
@@ -340,8 +340,8 @@ def _first_run_view(con: duckdb.DuckDBPyConnection, valid: ValidRows, run_time: 
 def first_run_stats(section_stats: Sequence[Sequence[Any]] | None, run_time: datetime, *,
                     news: bool) -> list[tuple[Any, ...]] | None:
     """sql/first_run_sections.sql's rows from load's counts by section
-    (pipeline.load.first_run_sections): the same numbers without a pass over every row (10M
-    rows: 0.9 s), where they are all known: no row may be a news article (which moves to
+    (pipeline.load.first_run_sections): the same numbers without a pass over every row,
+    where they are all known: no row may be a news article (which moves to
     the news section) and no lastmod is after the run's time (none is clamped). Else None."""
     if section_stats is None or news:
         return None

@@ -7,7 +7,7 @@ extension XML); `register_diffed` puts them back, so every reader sees DIFFED_CO
 parts say which they are: a first run's have no `status`. A first run also writes its rows
 in buckets of sections (Hive folders `bucket=K`, K = hash(section) % DIFFED_BUCKETS): a plan
 slice reads the files of its sections' buckets only (`files_of_sections`), so no slice scans
-every row and none of them need to be split by slice first (100M URLs: the split was 35 s).
+every row and none of them need to be split by slice first.
 
 A first run in one diff partition writes no diffed rows at all (`DiffedView`): load wrote
 its rows in buckets of their sections' path segments, and each reader runs the diff's
@@ -31,16 +31,15 @@ from pipeline.parquet import register_parquet
 DIFFED_COLUMNS = ("url", "section", "ext", "is_news", "changefreq", "priority", "fingerprint",
                   "status", "lastmod_clamped", "lastmod", "first_seen", "last_changed",
                   "prev_shard")
-#: The columns a first run's diffed parts leave out, and the value each has there: writing
-#: these constants cost about 0.5 s of the 3 s write of 10M diffed rows.
+#: The columns a first run's diffed parts leave out, and the value each has there (writing
+#: these constants was a sixth of the write).
 FIRST_RUN_OMITTED = {
     "status": "'added'",
     "last_changed": "first_seen",  # changed last when first seen: the run's time
     "prev_shard": "NULL::INTEGER",
 }
 #: The columns any run's diffed parts leave out when the inventory gives them one value
-#: (`plain_omitted`), and that value: no news, and no extension XML either. Writing them
-#: cost 0.2-0.5 s of CPU of each 5M-row part of a 10M-URL clustered change.
+#: (`plain_omitted`), and that value: no news, and no extension XML either.
 PLAIN_OMITTED = {"is_news": "false", "ext": "''"}
 
 
@@ -57,10 +56,8 @@ class DiffedView:
     hash(raw_section) % DIFFED_BUCKETS: the path segments a section is named from).
 
     The diff takes its counts and `section_stats` from load's, or from one pass over them
-    (pipeline.diff.first_run_stats); plan reads each slice's buckets through the query. A
-    10M-URL first run: the diff 0.7 s instead of 3 s, load 0.4-0.8 s longer (its rows
-    written in buckets) and plan 0.4-1.0 s (the query run by each slice); 100M: 233 s
-    instead of 247 s (README, "Measured").
+    (pipeline.diff.first_run_stats); plan reads each slice's buckets through the query, so
+    a first run writes its rows once instead of twice.
     """
 
     #: load's ValidRows, as load.json holds it; `register_diffed` reads the files it is

@@ -65,7 +65,7 @@ class LiveStateCorrupt(TerminalError):
     """The live manifest or its snapshot is unreadable or does not match what was recorded.
 
     A retry cannot help and publishing over it would lose history: repair first
-    (`sitemaps repair --out URI`, see the README).
+    (`sitemaps repair --out URI`, see docs/operations.md).
     """
 
 

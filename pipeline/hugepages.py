@@ -3,10 +3,8 @@
 pyarrow's allocator (mimalloc) marks its arena for huge pages (madvise MADV_HUGEPAGE).
 Where the kernel gives huge pages only on such a request (THP mode `madvise`, the usual
 default), every fresh 2 MiB page of that arena is zeroed whole, and when the kernel has
-none free it compacts memory first, in the page fault. Measured here: the first read of a
-plan slice's narrow columns (4M rows, 130 MiB) took 0.1-1.0 s with huge pages and 0.22 s
-with 4 KiB pages; a 10M-URL first run spent 0.2-3.2 s less CPU in the kernel without them
-in 13 of 13 pairs (README, "Measured"). DuckDB's own allocator asks for none, so in that
+none free it compacts memory first, in the page fault: without them, a 10M-URL first run
+spent less CPU in the kernel in every pair of runs compared. DuckDB's own allocator asks for none, so in that
 mode only pyarrow's memory changes. Where every mapping gets huge pages (mode `always`)
 nothing is changed: that was not measured to help.
 """

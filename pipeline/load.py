@@ -174,8 +174,8 @@ _CONSTANT = re.compile(r"(NULL::[A-Z]+|false|0|'') AS (\w+)")
 def constant_columns(typed: list[str], normalized: list[str]) -> tuple[str, ...]:
     """The columns of `normalized` (normalize_inventory's) that come as they are from an
     expression of `typed` that is a literal: the same value in every row, which need not be
-    written (the demo inventory has 10: content_hash and the extensions' columns; at 10M
-    rows they were about a fifth of the normalized file's write)."""
+    written (the demo inventory has 10: content_hash and the extensions' columns, about a
+    fifth of the normalized file's write)."""
     names = set(normalized)
     return tuple(expr for expr in typed
                  if (m := _CONSTANT.fullmatch(expr)) is not None and m.group(2) in names)
@@ -230,7 +230,7 @@ def _typed_columns(types: dict[str, str], duck_types: dict[str, Any],
         cols += ["NULL::VARCHAR AS changefreq", "false AS changefreq_invalid"]
     elif cf in _STRING:
         # An ENUM of the allowed values: the cast is the check, and the normalised rows'
-        # write takes its one-byte codes (the load of 10M rows: 0.7-1.4 s less CPU);
+        # write takes its one-byte codes;
         # the file holds the text, which every reader sees.
         code = f"try_cast(lower(trim(changefreq)) AS {CHANGEFREQ_ENUM})"
         cols += [f"{code} AS changefreq",
@@ -298,8 +298,7 @@ def load(inventory: str, site_url: str, work_uri: str, *, section_depth: int = 1
     `keep_deprecated_tags`: write the image tags Google no longer uses (extensions).
     `diff_partitions`: how many hash partitions the diff will have, from the inventory's
     row count; more than one cuts the normalised rows by them (ValidRows.split), so that
-    each diff partition reads its own rows instead of every row (100M URLs in 15
-    partitions: each read all 100M).
+    each diff partition reads its own rows instead of every row.
     `bucket_sections` (a first run): in one partition, write the rows in buckets of the
     path segments their section is named from (`normalized/bucket=K/`, K =
     hash(raw_section) % DIFFED_BUCKETS), which plan reads through the diff's query
@@ -484,10 +483,9 @@ def repeated_url_hashes(con: duckdb.DuckDBPyConnection) -> pa.Table:
     """The 64-bit hashes of the normalised URLs (`normalized`) that occur more than once.
 
     A sort of integers in numpy, one pass per DEDUPE_PASS_ROWS rows: a third of the time
-    of DuckDB's hash aggregate over every URL, whose table of 10M groups is also larger.
+    of DuckDB's hash aggregate over every URL, whose table is also larger.
     Each pass sorts its lower and upper half of the hash range at once, on two threads
-    (numpy's sort releases the GIL; a repeated hash is in one half): the demo's 10M URL
-    hashes in 0.53-0.56 s instead of 0.73-0.76 s.
+    (numpy's sort releases the GIL; a repeated hash is in one half).
     """
     rows = int(sql.scalar(con, "SELECT count(*) FROM normalized"))
     passes = max(1, -(-rows // DEDUPE_PASS_ROWS))

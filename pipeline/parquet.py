@@ -77,9 +77,7 @@ def write_parquet(rel: duckdb.DuckDBPyRelation, store: storage.Storage, key: str
 #: How many distinct values DuckDB's writer puts in a column chunk's dictionary before it
 #: writes the chunk plain. Its default is far larger, and a column of unique values (URLs,
 #: hashes, row ids, times) is hashed into a dictionary until that limit, then written plain
-#: anyway: written as one file, 10M normalised rows took 9.3-9.5 s of CPU against 7.7-8.4 s
-#: (four alternated writes each), 10M planned rows 7.7-8.1 s against 6.7-7.1 s, for files of
-#: the same size; load's partitioned write, in smaller row groups, gains less. The columns of
+#: anyway, which cost about a sixth of a write's CPU for files of the same size. The columns of
 #: few values (sections, changefreq, priority, line lengths, reasons) still get one.
 DICTIONARY_SIZE_LIMIT = 4096
 
@@ -98,8 +96,8 @@ def _copy_to(rel: duckdb.DuckDBPyRelation, path: Path, compression: str,
 
 
 #: Rows DuckDB's partitioned write holds per partition before it writes them (its default
-#: 524,288): 33 partitions of 100M URLs ran out of an 875 MiB limit ("failed to pin
-#: block"); 16,384 bounds it and measured faster.
+#: 524,288), which ran out of memory at 33 partitions ("failed to pin block"); 16,384
+#: bounds it.
 PARTITIONED_FLUSH_ROWS = 16_384
 
 

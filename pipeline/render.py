@@ -293,11 +293,9 @@ def _write_part(con: duckdb.DuckDBPyConnection, pf: pq.ParquetFile, in_part: lis
 
 
 #: Row groups rendered by one DuckDB query: one record batch each, so two keep both of
-#: DuckDB's threads busy (one leaves a core idle: 10M URLs 4.8-5.6 s instead of 3.4-4.5 s
-#: alone); few enough that the block's buffers (its lines: about 30 MB at the demo's 125
-#: bytes a line) are reused from block to block instead of mapped fresh from the kernel
-#: for each: with 8 (about 125 MB of lines), render of 10M URLs took 169,000-297,000 page
-#: faults instead of 73,000-104,000, and 6.4-9.4 s of CPU instead of 5.6-7.7 s.
+#: DuckDB's threads busy (one leaves a core idle); few enough that the block's buffers
+#: (about 30 MB of lines) are reused from block to block instead of mapped fresh from the
+#: kernel for each (8 took about twice the page faults).
 BLOCK_ROW_GROUPS = 2
 
 

@@ -23,8 +23,8 @@ __all__ = ["RunOptions", "dry_run", "run"]
 
 log = logging.getLogger(__name__)
 
-#: From this many valid rows, the state is stored beside render (10M: render and publish
-#: 1.8-2.7 s less together); below, the overlap saves nothing to measure, and publish
+#: From this many valid rows, the state is stored beside render; below, the overlap saves
+#: nothing to measure, and publish
 #: stores it after render, so that a run's storage requests come in one order (which the
 #: fault tests replay one by one).
 STATE_BESIDE_RENDER_ROWS = 100_000
@@ -40,8 +40,8 @@ def run(opts: RunOptions, progress: Progress = QUIET) -> dict[str, Any]:
     started, started_cpu = time.monotonic(), time.process_time()
     hugepages.decline_on_request()
     # begin reads the live generation and, where that tells whether anything can change,
-    # every inventory row once (pipeline.unchanged: about 14 s of CPU at 100M URLs; otherwise
-    # load takes the input's identity): a line of its own.
+    # every inventory row once (pipeline.unchanged; otherwise load takes the input's
+    # identity): a line of its own.
     progress.step("begin")
     ctx = steps.begin(opts)
     progress.done(f"generation {ctx.generation}, live {ctx.live_generation or 'none'}"

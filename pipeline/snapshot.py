@@ -11,7 +11,7 @@ that the plan assigned to them (sql/reused_rows.sql). The next run reads it back
 Its footer also holds each shard's bounds (SHARD_BOUNDS_KEY: the section, shard, smallest
 and largest URL and URL count that sql/previous_shard_bounds.sql would find in its rows),
 taken while it is written: the next run's plan reads them there (`shard_bounds`) instead of
-scanning every row (10M URLs: 0.4 s). A snapshot without them (an earlier version's) is
+scanning every row. A snapshot without them (an earlier version's) is
 scanned.
 """
 
@@ -67,9 +67,9 @@ CHANGES_SCHEMA = pa.schema([
 _PART_COLUMNS = [c for c in SNAPSHOT_COLUMNS if c not in ("shard", "section")]
 #: What the writers are given: the snapshot's section and the changes' change as codes of a
 #: dictionary (the same one for every batch), which pyarrow's writer takes as they are
-#: instead of hashing every value into its dictionary again (10M rows: 0.2-0.3 s less on
-#: its one core, each). The files are the same: a string column, dictionary-encoded. No
-#: Arrow schema is stored, so that pyarrow reads them back as strings too.
+#: instead of hashing every value into its dictionary again. The files are the same: a
+#: string column, dictionary-encoded. No Arrow schema is stored, so that pyarrow reads them
+#: back as strings too.
 _SNAPSHOT_CODED = SNAPSHOT_SCHEMA.set(
     SNAPSHOT_SCHEMA.get_field_index("section"),
     pa.field("section", pa.dictionary(pa.int32(), pa.string())))
@@ -127,21 +127,21 @@ def write_snapshot(store: storage.Storage, key: str, *, planned_uris: Sequence[s
     `added_key`: also write every row, as added, to this key of `store` as the changes
     (CHANGES_SCHEMA): a first run's, which the diff left to this pass over the rows.
 
-    LZ4 rather than zstd, though the file is kept: 10M rows write in 1.3 s instead of
-    1.9 s on the one core pyarrow's writer uses, and each of the next run's scans of it
-    (the check, the partition counts, the diff) reads it faster; the file is a quarter
-    larger (198 MB instead of 161 MB). Its footer holds the shards' bounds (SHARD_BOUNDS_KEY)."""
+    LZ4 rather than zstd, though the file is kept: a third faster to write on the one core
+    pyarrow's writer uses, and faster to read for each of the next run's scans of it (the
+    check, the partition counts, the diff), for a file a quarter larger. Its footer holds
+    the shards' bounds (SHARD_BOUNDS_KEY)."""
     from pipeline.plan import register_assigned
 
     rows = 0
     bounds: list[list[Any]] = []
     # Dictionary encoding only for the section: the other columns are nearly unique, and
     # trying a dictionary on them made the file slower to write (a third) and larger.
-    # Values encoded 65,536 at a time (not 1,024) into version 2 data pages: 10M rows write
-    # in 1.2 s instead of 1.5 s, the same bytes, and DuckDB scans them as fast.
+    # Values encoded 65,536 at a time (not 1,024) into version 2 data pages: a fifth faster
+    # to write, the same bytes, and DuckDB scans them as fast.
     # No statistics of the URLs (each row group's smallest and largest): no reader filters
-    # the snapshot or the changes by URL range, and comparing every URL cost 0.1-0.2 s of
-    # the 1.4-1.6 s that 10M rows take to write.
+    # the snapshot or the changes by URL range, and comparing every URL costs a tenth of
+    # the write.
     sections = sorted({s.section for s in shards})
     section_code = {section: i for i, section in enumerate(sections)}
     section_dictionary = pa.array(sections, pa.string())

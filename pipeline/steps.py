@@ -280,7 +280,7 @@ def load_step(ctx: RunContext, progress: Any = None) -> LoadCounts:
     # With many partitions the scan writes the rows cut by partition, so each diff
     # partition reads its own (split_snapshot).
     previous_split: list[list[str]] | None = None
-    if ctx.snapshot and partitions >= SNAPSHOT_SPLIT_PARTITIONS:  # 100M URLs: about 19 s
+    if ctx.snapshot and partitions >= SNAPSHOT_SPLIT_PARTITIONS:
         progress.step(f"cut the live snapshot by {partitions} diff partitions")
         previous_split, previous_rows = split_snapshot(ctx.snapshot, partitions, ctx.work,
                                                        unchanged_sections=list(kept))
@@ -474,8 +474,8 @@ def state_step(ctx: RunContext) -> StateCounts:
     (`pipeline.snapshot.save_state`) and records them in `state.json`.
 
     It needs plan's output only, so it runs beside render: the CLI on a thread of its
-    own, the DAG as a task of its own (10M URLs: 2-3 s of one core, mostly the snapshot,
-    that no longer waits for render to end). A run with no shard to render may publish
+    own, the DAG as a task of its own (mostly the snapshot's write, which then does not wait
+    for render to end). A run with no shard to render may publish
     nothing (the live generation's content again): its state is left to publish, which
     stores it only for a new generation. Stored for a generation that is never published,
     the files are gc's, as any unpublished generation's state.

@@ -18,7 +18,7 @@ identity with the live generation's id in the state (INPUT_IDENTITY_KEY); the ne
 compares its own with it. A rollback or another run's publish changes the live
 generation, and the record no longer applies.
 
-begin takes the identity (a scan of every inventory row: 10M rows, 1.0-1.2 s of CPU) only
+begin takes the identity (a scan of every inventory row) only
 where it decides something: when nothing else already says the run must do the work
 (`work_regardless`: no live generation, no identity recorded for it, --force, --rebuild,
 missing files, clamped lastmods, or another number of rows than the live generation's input).

@@ -2,7 +2,7 @@
 
 `normalize_url` is the reference: the load stage sends it only the rows that
 the SQL fast path (`CLEAN_URL_REGEX`) cannot prove clean, so most rows never
-reach Python. Rules, in order (the README lists them for users):
+reach Python. Rules, in order (docs/operations.md lists them for users):
 
 1. null, empty or blank -> `empty`; surrounding ASCII whitespace is stripped.
 2. a control (C0, DEL, C1) or XML-illegal character -> `illegal_char`.

@@ -6,8 +6,8 @@
 -- gives it as prev_shard); only a new URL of an existing section is placed by range:
 -- a shard covers the URLs from its smallest up to the next shard's smallest, and URLs
 -- below a section's first shard go to that first shard (an ASOF join, on the few new
--- rows only: the rows with a previous shard skip even the probe of that join, which hashed
--- every URL, 0.25 s of CPU a pass of 10M rows). A new section has no base shard.
+-- rows only: the rows with a previous shard skip even the probe of that join). A new
+-- section has no base shard.
 -- line_bytes, row_hash, ns: the line's measures (sql/url_line.sql: line_bytes, line_hash,
 -- line_namespaces), from the fields' lengths; the line itself is built once, by render.
 -- Reads `diffed` (the slice's rows) and `shard_bounds` (the last generation's shards of

@@ -38,9 +38,9 @@ WITH cur AS (
 ),
 -- The snapshot side of the join, narrow: a URL is matched by two independent 64-bit hashes
 -- (of the URL, and of it behind a prefix) instead of its text, so the hash table built on
--- the snapshot holds about 100 bytes a row and a 10M-row snapshot fits DuckDB's memory
--- without spilling (pipeline.diff builds on this side). Two different URLs would have to
--- collide on both hashes (about n^2 / 2^129: 10^-25 at 10M URLs) to be taken for one.
+-- the snapshot holds about 100 bytes a row and fits DuckDB's memory without spilling
+-- (pipeline.diff builds on this side). Two different URLs would have to collide on both
+-- hashes (odds about n^2 / 2^129) to be taken for one.
 prev AS (
     SELECT
         hash(url) AS url_key,
@@ -72,9 +72,8 @@ joined AS (
     FROM cur c
     LEFT JOIN prev p ON c.url_hash = p.url_key AND hash('#' || c.url) = p.url_check
 ),
--- status is an ENUM: one byte a row to write instead of a string (a 5M-row partition of a
--- 10M-URL clustered change: 0.2-0.5 s less CPU); the Parquet part holds its text, which
--- every reader sees (a VARCHAR).
+-- status is an ENUM: one byte a row to write instead of a string; the Parquet part holds
+-- its text, which every reader sees (a VARCHAR).
 classified AS (
     SELECT
         *,

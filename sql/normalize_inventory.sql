@@ -53,7 +53,7 @@ SELECT
     CASE WHEN checked_url IS DISTINCT FROM url THEN url END AS original_url,
     CASE WHEN NOT starts_with(checked_url, '!') THEN checked_url END AS url,
     -- hash(url), written once: dedupe's passes and the diff's join read these 8 bytes,
-    -- not the URL's text (100M URLs: 7 dedupe passes that hashed every URL, 22 s of load)
+    -- not the URL's text
     CASE WHEN NOT starts_with(checked_url, '!') THEN hash(checked_url) END AS url_hash,
     CASE WHEN starts_with(checked_url, '!') THEN substr(checked_url, 2) END AS reason,
     -- the path segments that name the row's section (slugged once per distinct value, by

@@ -1,25 +1,11 @@
--- planned_rows: the rows of every plan group that is written this run, in file order:
--- by group (groups are numbered in section order), then by URL. A group that is
--- repacked is cut into shards afterwards, at row positions (pipeline.plan), so each
--- shard is a run of consecutive rows of the part; a group kept as it is, is one shard.
--- Groups whose shard is already published unchanged (`reused`) are left out: render
--- skips them and the snapshot takes their rows from the diff (reused_rows).
+-- planned_rows: the rows of every plan group written this run, in file order: by group
+-- (numbered in section order), then by URL. Groups whose shard is already published
+-- unchanged (`reused`) are left out; a repacked group is cut into shards afterwards at row
+-- positions (pipeline.plan), so each shard is a run of consecutive rows of the part.
 -- The sort carries as little as it can, since moving its rows costs more than comparing
--- them: each URL without the prefix all URLs of its group share (the first g.skip
--- characters, $prefixes[group_id + 1], put back after the sort), the fields the line is
--- made of and the state's; the section ($sections[group_id + 1]) and the line's measures
--- (url_line.sql) are computed after it. 10M URLs: 7.3 s instead of 10.5 s here. A first
--- run's rows were all first seen and changed at its time ($first_run_time): the sort
--- carries NULL for those three columns, which are put back after it (10M URLs: plan
--- 0.3-0.4 s faster); it carries the changefreq as an ENUM of the values load lets through
--- (pipeline.limits.CHANGEFREQ_VALUES), one byte instead of a 16-byte string (0.2-0.3 s),
--- and writes it so (the part holds its text, which every reader sees; its measures are
--- taken of the text): 10M rows' write 0.2 s of CPU less than the text's;
--- and NULL for `ext` when no row has extension XML ($ext_empty), '' again after it (the
--- part then leaves the column out: pipeline.plan; render puts '' back).
--- Reads `assigned` and `shard_groups` (section, base_shard, group_id, reused, skip, made by
--- pipeline.plan; group_id of the narrowest integer type, which the sort's key begins
--- with) and the type `planned_section` (sql/planned_section_type.sql, of $sections).
+-- them: the URL without its group's common prefix, the changefreq as a one-byte ENUM, NULL
+-- for a first run's times and for an empty `ext`; all are put back after it.
+-- Reads `assigned`, `shard_groups` (made by pipeline.plan) and the type `planned_section`.
 -- Parameters: $prefixes and $sections (VARCHAR[], by group_id + 1), $format and
 -- $ns_markers (as assigned_rows), $first_run_time (TIMESTAMPTZ; NULL but on a first run),
 -- $ext_empty (BOOLEAN: every row's ext is '').

@@ -17,7 +17,7 @@ CREATE OR REPLACE MACRO xml_escape(s) AS
 -- character but A-Z a-z 0-9 - . _ ~ ! $ & ' ( ) * + , ; = : @ / ? % (pipeline.urls; its
 -- SQL fast paths allow no other; tests/unit/test_urls.py checks that no <, > or " is
 -- left), so & and ' are the only ones to escape: two scans of a URL instead of
--- xml_escape's five (10M URLs: 0.3-0.4 s of CPU less in plan's budget, as much in render).
+-- xml_escape's five, on every line plan budgets and render writes.
 CREATE OR REPLACE MACRO loc_escape(u) AS
     CASE
         WHEN contains(u, '&') OR contains(u, '''')
@@ -31,15 +31,14 @@ CREATE OR REPLACE MACRO w3c_time(t) AS
     strftime(make_timestamp(epoch_us(t::TIMESTAMPTZ)), '%Y-%m-%dT%H:%M:%SZ');
 -- utc_second: a TIMESTAMPTZ truncated to the second (floor, also before 1970), the value
 -- date_trunc('second', t) gives, by integer arithmetic: date_trunc on a TIMESTAMPTZ goes
--- through ICU, 1.3 s of CPU per 10M rows.
+-- through ICU, which costs more per row.
 CREATE OR REPLACE MACRO utc_second(t) AS
     to_timestamp((epoch_us(t::TIMESTAMPTZ)
         - ((epoch_us(t::TIMESTAMPTZ) % 1000000) + 1000000) % 1000000) // 1000000);
--- priority_text: p to the thousandth, without trailing zeros. printf costs 240 ns a value
--- (10M rows that all have a priority: 2.4 s of CPU in render); the tenths, by far the
--- commonest priorities, are looked up first (0.2 s), and so is 0 (the demo's 10M rows hold
--- 1M: 0.25 s of CPU in render, as much again in plan's priority_bytes). A tenth here is
--- the double that its literal is, exactly; anything else is printed, -0.0 too ('-0').
+-- priority_text: p to the thousandth, without trailing zeros. printf is slow per value
+-- (about 240 ns), so the tenths, by far the commonest priorities, and 0 are looked up
+-- first. A tenth here is the double that its literal is, exactly; anything else is
+-- printed, -0.0 too ('-0').
 CREATE OR REPLACE MACRO priority_printed(p) AS rtrim(rtrim(printf('%.3f', p), '0'), '.');
 CREATE OR REPLACE MACRO priority_text(p) AS
     CASE
@@ -71,7 +70,7 @@ CREATE OR REPLACE MACRO loc_escaped_bytes(u) AS
         THEN strlen(loc_escape(u))
         ELSE strlen(u)
     END;
--- priority_bytes: strlen(priority_text(p)) without printf (10M rows: 0.6 s of CPU). A
+-- priority_bytes: strlen(priority_text(p)) without printf. A
 -- priority of 0-1 prints as '0', '1', '0.d', '0.dd' or '0.ddd': the digits of p rounded to
 -- thousandths, m, less its trailing zeros. round(p * 1000) is that m unless p * 1000 lies
 -- within a rounding error of a half (or p is -0.0, or out of 0-1): those are printed.
@@ -116,9 +115,9 @@ CREATE OR REPLACE MACRO line_namespaces(fmt, ext, markers) AS
 -- when the path goes on below them ('' otherwise, and for a row that is a reject code):
 -- /product/42 gives 'product/', /about and /?q=a/b give ''. One regexp_extract that names
 -- `url` once: a macro that named it in several CASE branches made DuckDB evaluate the
--- whole normalisation once per mention (4 s of 10 at 10M rows). The pattern matches the
--- prefix itself, quoted (\Q...\E; a normalised prefix has no backslash), instead of
--- cutting it off with substr, which counts characters: 10M URLs 0.4 s faster.
+-- whole normalisation once per mention. The pattern matches the prefix itself, quoted
+-- (\Q...\E; a normalised prefix has no backslash), instead of cutting it off with
+-- substr, which counts characters (slower).
 CREATE OR REPLACE MACRO raw_section(url, site_prefix, depth) AS
     regexp_extract(url, '^\Q' || site_prefix || '\E((?:[^/?]*/){' || depth || '})', 1);
 -- xml_text: an extension's text field as XML character data: the characters XML 1.0

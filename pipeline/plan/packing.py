@@ -160,8 +160,7 @@ def plan_slices(work_uri: str, count: int, limits: Limits, *, output_format: str
     its write to the end of its cut, which overlaps the next slice's write.
 
     The slices share one DuckDB database, whose memory the next slice's sort and write
-    take again instead of fresh pages from the kernel (10M URLs in 3 slices: 360,000-410,000
-    page faults instead of 515,000-530,000, plan 0.2-0.4 s faster)."""
+    take again instead of fresh pages from the kernel."""
     con = con or sql.connect()
     results: list[SliceResult] = []
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="plan-cut") as pool:
@@ -330,12 +329,12 @@ def _write_part(con: duckdb.DuckDBPyConnection, work: storage.Storage, part: int
         "prefixes": prefixes, "sections": sections, "format": output_format,
         "ns_markers": NAMESPACE_MARKERS, "first_run_time": first_run_time,
         "ext_empty": ext_empty})
-    if ext_empty:  # '' in every row: render puts it back (10M rows: 0.4 s of CPU less)
+    if ext_empty:  # '' in every row: render puts it back
         planned = planned.project("* EXCLUDE (ext)")
     if all(g.group_id in reused for g in groups):
         # Every shard is kept as published: an empty part, without reading the rows again
-        # (a false filter makes DuckDB's plan an empty result; at 100M, a scan of every
-        # diffed row for each such slice).
+        # (a false filter makes DuckDB's plan an empty result, not a scan of every diffed
+        # row for each such slice).
         planned = planned.filter("false")
     with sql.insertion_order(con):
         write_parquet(planned, work, _part_key(part))
@@ -390,7 +389,7 @@ def _shards_of_part(written: _WrittenSlice, *, alone: bool = True
 
 def _group_id_type(groups: int) -> pa.DataType:
     """The narrowest integer for the slice's group ids: the sort of planned_rows begins with
-    it, and a 2-byte key sorted 10M first-run rows in 6.8-7.0 s against 8.1-8.4 s with 8."""
+    it, and a 2-byte key sorts markedly faster than an 8-byte one."""
     return pa.uint16() if groups <= 2**16 else pa.int32()
 
 
@@ -451,11 +450,11 @@ def _group_runs(group_ids: np.ndarray) -> list[tuple[int, int, int]]:
 
 def _read_narrow(part_uri: str, *, use_threads: bool = True) -> dict[str, Any]:
     """The part's narrow columns as numpy arrays: a slice's rows. Not the section: a group's
-    is known (reading it cost 0.14 s of 0.2-0.4 s a slice of 4M rows). No copy of a column
+    is known (reading it was half the read). No copy of a column
     of the type it is read as, and `changed` as booleans: plan_slices holds these while the
     next slice sorts.
     `use_threads`: not beside the next slice's sort, which has the cores (plan_slices reads
-    the last slice's alone: a 4M-row part's in 0.08-0.12 s instead of 0.17-0.21 s, warm)."""
+    the last slice's alone, with threads)."""
     table = read_table(part_uri, ["group_id", "line_bytes", "row_hash", "lastmod", "ns",
                                   "changed"], use_threads=use_threads)
     lastmod = table.column("lastmod").cast(pa.timestamp("us", tz="UTC")).cast(pa.int64())

@@ -9,8 +9,8 @@ across slices: a kept shard keeps its number, new ones count on from the section
 highest previous number. An incremental run that can keep published shards sizes its
 slices by the rows it may write (group_counts: groups with added, changed or lost rows),
 not by all rows: its other rows are only counted, never sorted or written, so a nightly
-run with a few changes plans in one slice (10M URLs: one scan of the rows instead of one
-per slice), up to REUSED_SLICE_FACTOR times SLICE_ROWS rows in all.
+run with a few changes plans in one slice (one scan of the rows instead of one per
+slice), up to REUSED_SLICE_FACTOR times SLICE_ROWS rows in all.
 
 The slices are independent units, planned in any order, in any process: `prepare`
 chooses them and writes `plan-slices.json` (and the last generation's shard bounds,
@@ -68,9 +68,9 @@ REUSED_SLICE_FACTOR = 8
 SAMPLES_PER_SLICE = 1_000
 #: From this many slices on, prepare splits the diffed rows by slice in one pass (one more
 #: write and read of them) and each slice reads only its own rows; below, each slice scans
-#: every diffed row for its own, which costs less than the split (10M URLs: 3 slices;
-#: 100M: 33 slices, 33 scans of 100M rows). Not a first run's rows: they are in buckets of
-#: sections (pipeline.diffed), and each slice reads its sections' files.
+#: every diffed row for its own, which costs less than the split. Not a first run's rows:
+#: they are in buckets of sections (pipeline.diffed), and each slice reads its sections'
+#: files.
 SPLIT_INPUT_SLICES = 6
 #: Each slice's result, `plan-slice-NNNNN.json`: its shards under their planned numbers,
 #: with the token of the prepare that chose the slices.
@@ -286,7 +286,7 @@ def _whole_section_stats(con: duckdb.DuckDBPyConnection, slices: Sequence[Slice]
                          view: DiffedView | None = None) -> list[list[Any]]:
     """A first run's new_section_stats rows of every section that a slice holds whole, in
     one scan for all slices: a slice of whole sections then reads its rows once, to write
-    them, not twice (10M URLs in 3 slices: one 0.3 s scan instead of three). A first run
+    them, not twice (one scan instead of one per slice). A first run
     whose rows were not written (`view`) has them from its diff, with no scan."""
     whole = [s for sl in slices if sl.lo is None and sl.hi is None for s in sl.sections]
     if not whole:

@@ -244,6 +244,28 @@ def test_a_terminal_gets_one_line_per_step_and_errors_once(tmp_path: Path,
     assert len([ln for ln in lines if "error" in ln.lower()]) == 1, lines
 
 
+#: The commands the README's table lists.
+README_COMMANDS = ("run", "demo", "diff", "status", "validate", "repair", "rollback", "report",
+                   "gc", "robots", "indexnow-key")
+
+
+def test_every_command_has_help_with_its_exit_codes() -> None:
+    for command in README_COMMANDS:
+        proc = sitemaps(command, "--help")
+        assert proc.returncode == 0, (command, proc.stderr)
+        assert "exit codes:" in proc.stdout and "example:" in proc.stdout, command
+
+
+def test_verbose_logs_on_a_terminal_too(tmp_path: Path, inventory: Path) -> None:
+    """`-v`: the INFO log lines a pipe gets, on a terminal, where they are otherwise left out
+    (test_a_terminal_gets_one_line_per_step_and_errors_once)."""
+    code, raw = _on_a_terminal(["-v", "run", "--inventory", str(inventory), "--site-url", SITE,
+                                "--out", str(tmp_path / "out")])
+    assert code == 0, raw
+    info = [ln for ln in _screen_lines(raw) if " INFO " in ln]
+    assert any("publish" in ln for ln in info), info
+
+
 def _on_a_small_disk(folder: Path, size: str, *args: str,
                      env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """`sitemaps ARGS` with a tmpfs of `size` mounted at `folder`, in user and mount

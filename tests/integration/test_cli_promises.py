@@ -288,7 +288,7 @@ def test_rejects_keep_their_original_fields(tmp_path: Path) -> None:
     rejects = pq.read_table(state_file(str(out), manifest, "rejects")).to_pylist()
     got = sorted((r["url"], r["reason"], r["priority"], r["changefreq"]) for r in rejects)
     # The URL exactly as it came in; changefreq as parsed (lowercased, an invalid one null),
-    # as the README says.
+    # as docs/operations.md says.
     assert got == [(raw[0], "off_site", 0.3, "weekly"), (raw[1], "not_http", 0.7, None)]
 
 
