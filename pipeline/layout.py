@@ -78,6 +78,9 @@ TEMP_PREFIX = ".tmp-"
 STATE_FOLDER = "_state"
 #: The work prefixes of DAG runs, below the state: runs/<run id>/.
 RUNS_FOLDER = "runs"
+#: A run id (`--run-id`) names one folder below the work root: letters, digits, '_', '-' and
+#: '.', not first (so never '.' or '..'), no slash, at most 200 characters.
+RUN_ID_PATTERN = r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,199}"
 #: The identity of the input that made (or last confirmed) a generation: {generation,
 #: identity}, written by every publish; a run of the same input skips the work.
 INPUT_IDENTITY_KEY = "input-identity.json"

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
 import logging
 import os
 import re
@@ -116,12 +117,23 @@ Runs only when publish succeeded (or was skipped by a dry run), so a failed run 
 clearing its failed task needs; gc removes abandoned work folders after its grace period.""",
 }
 
-_RUN_ID_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+#: Outside this set a character of an Airflow run id is mapped to '_': no '.' (so never '.'
+#: or '..'), no '/', no ':' or '+' (which some tools mishandle).
+_RUN_ID_UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
 
 
 def work_folder_name(run_id: str) -> str:
-    """The run id as a safe key segment (no ':' or '+', which some tools mishandle)."""
-    return _RUN_ID_UNSAFE.sub("_", run_id).strip("_") or "run"
+    """The Airflow run id as one folder name (settings' run id rule, layout.RUN_ID_PATTERN).
+
+    Airflow accepts a manual run id of '..' or 'a/b'; its work folder `<work>/<name>` must
+    stay below the work root, since finish deletes it. A mapped id gets a hash of the id as
+    given, so two run ids that differ only in mapped characters keep two folders.
+    """
+    safe = _RUN_ID_UNSAFE.sub("_", run_id).strip("_")[:150]
+    if safe and safe == run_id:
+        return safe
+    digest = hashlib.sha256(run_id.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    return f"{safe or 'run'}-{digest}"
 
 
 def run_time(context: Any) -> datetime:

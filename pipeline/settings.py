@@ -27,7 +27,7 @@ from datetime import datetime
 from typing import Any, Union
 
 from pipeline.errors import ConfigError
-from pipeline.layout import RUNS_FOLDER, STATE_FOLDER, default_state
+from pipeline.layout import RUN_ID_PATTERN, RUNS_FOLDER, STATE_FOLDER, default_state
 from pipeline.limits import MAX_BYTES_PER_SITEMAP, MAX_SITEMAPS_PER_INDEX, MAX_URLS_PER_SITEMAP
 from pipeline.sitemap_xml import max_urlset_overhead
 
@@ -57,6 +57,9 @@ class Option:
     minimum: float | None = None
     maximum: float | None = None
     choices: tuple[str, ...] = ()
+    #: A text value must match this (re.fullmatch); `pattern_help` says the rule.
+    pattern: str | None = None
+    pattern_help: str = ""
 
 
 def option(default: Any, help: str, **kw: Any) -> Any:
@@ -118,8 +121,11 @@ class RunOptions:
         None, "work URI for intermediate files (default: a temp folder; a site's DAG: "
         f"<state>/{RUNS_FOLDER}, which must be shared storage)")
     limits: Limits = option(Limits, "per-file limits (the fields of Limits)")
-    run_id: str | None = option(None, "names the work folder (default: the generation id)",
-                                site_key="")
+    run_id: str | None = option(
+        None, "names the work folder (default: the generation id)", site_key="",
+        pattern=RUN_ID_PATTERN,
+        pattern_help="letters, digits, '_', '-' and '.' (not first), at most 200 characters: "
+                     "one folder name below --work")
     #: The run's time: it stamps the generation and new URLs' lastmod (default: now).
     run_time: datetime | None = option(None, "the run's time (default: now)", flag="",
                                        site_key="")
@@ -215,6 +221,9 @@ def check(f: dataclasses.Field[Any], value: Any) -> str | None:
     opt: Option = f.metadata["option"]
     if opt.choices and value not in opt.choices:
         return f"must be one of {', '.join(opt.choices)}, not {value!r}"
+    if opt.pattern and value is not None and not (
+            isinstance(value, str) and re.fullmatch(opt.pattern, value)):
+        return f"must be {opt.pattern_help}, not {value!r}"
     if value is None or isinstance(value, bool) or not isinstance(value, int | float):
         return None
     if opt.minimum is not None and opt.maximum is not None \

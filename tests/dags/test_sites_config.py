@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import re
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -113,3 +114,43 @@ def test_load_sites_reads_the_env_file_and_says_how_to_fix_a_missing_one(
 def test_the_demo_config_is_valid() -> None:
     (demo,) = sites.load_sites(ROOT / "infra" / "local" / "sites.toml")
     assert demo.aws_conn_id == "sitemaps_s3" and demo.inventory.startswith("s3://sitemaps/")
+
+
+@pytest.mark.parametrize("run_id", ["..", ".", "", "/", "a/../..", "../../etc", "..\\..",
+                                    "manual__2026-12-06T12:00:00+00:00", "x" * 250, "é/.."])
+def test_the_work_folder_of_any_airflow_run_id_stays_below_the_runs_folder(
+        run_id: str, tmp_path: Path) -> None:
+    """Airflow's default allowed_run_id_pattern accepts '..' for a manual run: its work
+    folder `<state>/runs/..` was the state itself, and finish deleted every snapshot."""
+    from pipeline.layout import RUN_ID_PATTERN
+    from pipeline.orchestration import work_folder_name
+    from pipeline.steps import run_work_folder
+
+    (s,) = sites.parse_sites({"sites": {"www": {**BASE, "out": str(tmp_path / "out")}}})
+    name = work_folder_name(run_id)
+    assert re.fullmatch(RUN_ID_PATTERN, name), name
+    work = Path(run_work_folder(s.work_uri, name)).resolve()
+    assert work.parent == (tmp_path / "out" / "_state" / "runs").resolve()
+    s.run_options(run_id=name)  # the rule RunOptions checks
+
+
+def test_run_ids_that_differ_only_in_mapped_characters_keep_their_own_folders() -> None:
+    from pipeline.orchestration import work_folder_name
+
+    ids = ["manual__2026-12-06T12:00:00+00:00", "manual__2026-12-06T12_00_00_00_00",
+           "manual__2026-12-06T12:00:00.5+00:00", "a.b", "a_b", "a/b", "..", "..."]
+    assert len({work_folder_name(i) for i in ids}) == len(ids)
+    assert work_folder_name("scheduled_x-1") == "scheduled_x-1"  # a safe id as it is
+
+
+@pytest.mark.parametrize("root, work", [
+    ("/w", "/w/.."), ("/w", "/w"), ("/w", "/w/a/../.."), ("/w", "/other"),
+    ("s3://b/w", "s3://b/w/.."), ("s3://b/w", "s3://b/w"), ("s3://b/w", "s3://b/w/a/../.."),
+    ("s3://b/w", "s3://b/w2/x"), ("s3://b/w", "s3://b/w//x")])
+def test_a_work_folder_not_below_its_root_is_refused(root: str, work: str) -> None:
+    from pipeline.errors import InternalError
+    from pipeline.steps import check_below
+
+    with pytest.raises(InternalError, match="not below the work root"):
+        check_below(root, work)
+    check_below(root, root + "/run-1")

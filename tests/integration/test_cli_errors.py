@@ -273,3 +273,39 @@ def test_a_full_disk_names_its_folder_not_the_inventory(full: str, tmp_path: Pat
         r"disk \(--work, --out, SITEMAPS_TEMP_DIR\)", lines[0]), lines[0]
     if full == "work":  # (a full output's tmpfs is gone with its namespace)
         assert not (folders["out"] / "manifest.json").exists()  # nothing was published
+
+
+@pytest.mark.parametrize("run_id", ["..", ".", "a/b", "../x", "", "a\\b"])
+def test_a_run_id_that_is_no_folder_name_is_refused_and_deletes_nothing(
+        run_id: str, tmp_path: Path, inventory: Path) -> None:
+    """`--work W --run-id ..` made the work folder W/.., and the end of the run deleted every
+    file below it: the inventory and anything beside the work root."""
+    top = tmp_path / "top"
+    (top / "work").mkdir(parents=True)
+    inv = top / "inv.parquet"
+    inv.write_bytes(inventory.read_bytes())
+    (top / "beside.txt").write_text("keep me\n")
+    (top / "x").mkdir()
+    (top / "x" / "inside.txt").write_text("keep me too\n")
+    proc = sitemaps("run", "--inventory", str(inv), "--site-url", SITE, "--out", str(top / "o"),
+                    "--work", str(top / "work"), "--run-id", run_id)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.startswith("error: --run-id ") and len(proc.stderr.splitlines()) == 1, \
+        proc.stderr
+    assert inv.is_file() and (top / "beside.txt").is_file() and (top / "x" / "inside.txt").is_file()
+    assert not (top / "o").exists()  # refused before any work
+
+
+def test_a_plain_run_id_names_the_work_folder_below_the_work_root(
+        tmp_path: Path, inventory: Path) -> None:
+    (tmp_path / "work").mkdir()
+    (tmp_path / "work" / "other-run").mkdir()
+    (tmp_path / "work" / "other-run" / "f").write_text("another run's file\n")
+    proc = sitemaps("run", "--inventory", str(inventory), "--site-url", SITE,
+                    "--out", str(tmp_path / "o"), "--work", str(tmp_path / "work"),
+                    "--run-id", "manual__2026-12-06T12_00_00.5-a")
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "work" / "other-run" / "f").is_file()
+    # the run's own folder is emptied
+    assert not [p for p in (tmp_path / "work" / "manual__2026-12-06T12_00_00.5-a").rglob("*")
+                if p.is_file()]
