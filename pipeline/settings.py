@@ -221,6 +221,8 @@ def check(f: dataclasses.Field[Any], value: Any) -> str | None:
     opt: Option = f.metadata["option"]
     if opt.choices and value not in opt.choices:
         return f"must be one of {', '.join(opt.choices)}, not {value!r}"
+    if isinstance(value, str) and not value.strip():
+        return "must not be empty"
     if opt.pattern and value is not None and not (
             isinstance(value, str) and re.fullmatch(opt.pattern, value)):
         return f"must be {opt.pattern_help}, not {value!r}"
@@ -318,6 +320,19 @@ def from_args(args: argparse.Namespace, **overrides: Any) -> RunOptions:
     if limits:
         values["limits"] = Limits(**limits)
     return RunOptions(**{**values, **overrides})
+
+
+def check_flags(args: argparse.Namespace) -> None:
+    """The run options' checks on the flags of any command that has some of them by their
+    field's name (`gc --out`, `gc --keep-generations`, `status --out`, `rollback --state`):
+    the same rules as `sitemaps run`."""
+    fields = {f.name: f for f in dataclasses.fields(RunOptions)}
+    for name, value in vars(args).items():
+        f = fields.get(name)
+        if f is not None:
+            problem = check(f, value)
+            if problem:
+                raise ConfigError(f"--{name.replace('_', '-')} {problem}")
 
 
 #: The README lines around the options table (`options_table` writes what is between).

@@ -309,3 +309,29 @@ def test_a_plain_run_id_names_the_work_folder_below_the_work_root(
     # the run's own folder is emptied
     assert not [p for p in (tmp_path / "work" / "manual__2026-12-06T12_00_00.5-a").rglob("*")
                 if p.is_file()]
+
+
+@pytest.mark.parametrize("command, blank", [
+    ("run", "--out"), ("run", "--state"), ("run", "--work"), ("run", "--inventory"),
+    ("gc", "--out"), ("gc", "--state"), ("status", "--out"), ("rollback", "--state")])
+@pytest.mark.parametrize("value", ["", "  "])
+def test_an_empty_out_state_or_work_is_refused(command: str, blank: str, value: str,
+                                               tmp_path: Path, inventory: Path) -> None:
+    """`--out ""` published into the current folder and wrote the state to /_state."""
+    given = {"--out": str(tmp_path / "o")}
+    if command != "status":
+        given["--state"] = str(tmp_path / "s")
+    if command == "run":
+        given |= {"--inventory": str(inventory), "--site-url": SITE,
+                  "--work": str(tmp_path / "w")}
+    given[blank] = value
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    proc = subprocess.run(
+        [sys.executable, "-m", "pipeline.cli", "-q", command,
+         *[a for k, v in given.items() for a in (k, v)]],
+        cwd=cwd, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True,
+        timeout=300)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr == f"error: {blank} must not be empty\n"
+    assert list(cwd.iterdir()) == [] and not (tmp_path / "o").exists()

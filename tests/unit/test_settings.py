@@ -75,6 +75,17 @@ def test_bad_values_are_config_errors_that_name_the_key(kw: dict[str, object],
         RunOptions(**REQUIRED, **kw)  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("name", ["out", "state", "work", "inventory", "report_to"])
+@pytest.mark.parametrize("value", ["", " \t"])
+def test_an_empty_uri_is_refused_by_the_model(name: str, value: str) -> None:
+    """`--out ""` published into the current folder (and the state to /_state)."""
+    with pytest.raises(ConfigError, match=f"^{name} must not be empty$"):
+        RunOptions(**{**REQUIRED, name: value})  # type: ignore[arg-type]
+    flag = "--" + name.replace("_", "-")
+    with pytest.raises(ConfigError, match=f"^{flag} must not be empty$"):
+        _cli(flag, value)
+
+
 def test_on_the_command_line_a_bad_value_names_its_flag() -> None:
     with pytest.raises(ConfigError, match="--keep-generations must be at least 1, not 0"):
         _cli("--keep-generations", "0")
