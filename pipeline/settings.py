@@ -393,6 +393,22 @@ def readme_table(readme: str) -> str:
     return readme[begin:readme.index(README_TABLE_END, begin)].strip("\n") + "\n"
 
 
+#: The units of a memory size (`parse_bytes`), upper case; DuckDB's own, plus bytes.
+_UNITS = {"": 1, "B": 1, "KB": 1000, "MB": 1000**2, "GB": 1000**3, "TB": 1000**4,
+          "KIB": 1024, "MIB": 1024**2, "GIB": 1024**3, "TIB": 1024**4}
+
+
+def parse_bytes(text: str) -> int:
+    """Bytes of a size such as "1.5GB", "512MiB" or "2000000"; at least 1 (a clear error
+    otherwise): a number, then a unit; nothing else passes."""
+    m = re.fullmatch(r"\s*([0-9]{1,15}(?:\.[0-9]{1,6})?)\s*([A-Za-z]*)\s*", text)
+    if m and m.group(2).upper() in _UNITS:
+        size = int(float(m.group(1)) * _UNITS[m.group(2).upper()])
+        if size >= 1:
+            return size
+    raise ConfigError(f"not a memory size: {text!r} (e.g. 1.5GB, 512MiB)")
+
+
 @dataclass(frozen=True)
 class Environment:
     """The `SITEMAPS_*` environment variables, read by `environment()` when it is called."""
@@ -400,9 +416,9 @@ class Environment:
     #: SITEMAPS_SITES_FILE: the DAGs' site file (default: `sites.toml` beside the DAG file).
     sites_file: str | None = None
     #: SITEMAPS_MEMORY: the process's memory (default 1.5GB; DuckDB gets it less a reserve).
-    memory: str | None = None
-    #: SITEMAPS_DUCKDB_MEMORY: DuckDB's memory limit as given (overrides SITEMAPS_MEMORY).
-    duckdb_memory: str | None = None
+    memory: str | None = dataclasses.field(default=None, metadata={"size": True})
+    #: SITEMAPS_DUCKDB_MEMORY: DuckDB's memory limit (overrides SITEMAPS_MEMORY).
+    duckdb_memory: str | None = dataclasses.field(default=None, metadata={"size": True})
     #: SITEMAPS_TEMP_DIR: where DuckDB spills (default: <temp dir>/sitemaps-duckdb).
     temp_dir: str | None = None
     # A numeric variable's `minimum` is checked when it is read (`environment`), as its
@@ -439,6 +455,12 @@ def environment() -> Environment:
         if not raw:
             continue
         kind = hints[f.name]
+        if f.metadata.get("size"):  # checked here, so a bad one stops a run before any work
+            try:
+                parse_bytes(raw)
+            except ConfigError:
+                raise ConfigError(f"${Environment.variable(f.name)} = {raw!r} is not a memory "
+                                  "size (a number and a unit, e.g. 1.5GB, 512MiB)") from None
         try:
             values[f.name] = kind(raw) if kind in (int, float) else raw
         except ValueError:

@@ -48,7 +48,7 @@ from pipeline.publish import (
     snapshot_uri,
 )
 from pipeline.render import RenderedFile
-from pipeline.settings import RunOptions
+from pipeline.settings import RunOptions, environment
 from pipeline.snapshot import StoredState, save_state
 from pipeline.storage import LocalStorage
 from pipeline.urls import Site
@@ -83,6 +83,7 @@ def check_below(root: str, work: str) -> None:
 
 def begin(opts: RunOptions) -> RunContext:
     """Reads the live manifest (its version is what the commit will be conditional on)."""
+    environment()  # every SITEMAPS_* variable checked (ConfigError) before any work
     run_time = (opts.run_time or datetime.now(UTC)).astimezone(UTC).replace(microsecond=0)
     site = Site.parse(opts.site_url)
     public = opts.public_url or site.prefix

@@ -335,3 +335,17 @@ def test_an_empty_out_state_or_work_is_refused(command: str, blank: str, value: 
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr == f"error: {blank} must not be empty\n"
     assert list(cwd.iterdir()) == [] and not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("variable", ["SITEMAPS_DUCKDB_MEMORY", "SITEMAPS_MEMORY"])
+def test_a_bad_memory_size_stops_the_run_before_any_work(variable: str, tmp_path: Path,
+                                                         inventory: Path) -> None:
+    """`SITEMAPS_DUCKDB_MEMORY=lots` exited 1 after begin; a quote in it ran SQL."""
+    proc = sitemaps("run", "--inventory", str(inventory), "--site-url", SITE,
+                    "--out", str(tmp_path / "o"), env={**os.environ, variable: "lots"},
+                    quiet=False)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.splitlines()[-1] == (
+        f"error: ${variable} = 'lots' is not a memory size (a number and a unit, e.g. 1.5GB, "
+        "512MiB)")
+    assert "INFO pipeline" not in proc.stderr and not (tmp_path / "o").exists()
