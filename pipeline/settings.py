@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import functools
+import math
 import os
 import re
 import types
@@ -228,6 +229,8 @@ def check(f: dataclasses.Field[Any], value: Any) -> str | None:
         return f"must be {opt.pattern_help}, not {value!r}"
     if value is None or isinstance(value, bool) or not isinstance(value, int | float):
         return None
+    if not math.isfinite(value):  # NaN passes every bound (each comparison is false)
+        return f"must be a finite number, not {value}"
     if opt.minimum is not None and opt.maximum is not None \
             and not opt.minimum <= value <= opt.maximum:
         return f"must be {opt.minimum:g}..{opt.maximum:g}, not {value}"
@@ -322,13 +325,17 @@ def from_args(args: argparse.Namespace, **overrides: Any) -> RunOptions:
     return RunOptions(**{**values, **overrides})
 
 
+#: Flags of other commands that take a run option under another name: their dest -> field.
+FLAG_ALIASES = {"grace_hours": "gc_grace_hours", "days": "feed_days"}
+
+
 def check_flags(args: argparse.Namespace) -> None:
-    """The run options' checks on the flags of any command that has some of them by their
-    field's name (`gc --out`, `gc --keep-generations`, `status --out`, `rollback --state`):
-    the same rules as `sitemaps run`."""
+    """The run options' checks on the flags of any command that has some of them, by their
+    field's name or FLAG_ALIASES (`gc --out`, `gc --keep-generations`, `gc --grace-hours`,
+    `status --out`, `rollback --state`): the same rules as `sitemaps run`."""
     fields = {f.name: f for f in dataclasses.fields(RunOptions)}
     for name, value in vars(args).items():
-        f = fields.get(name)
+        f = fields.get(FLAG_ALIASES.get(name, name))
         if f is not None:
             problem = check(f, value)
             if problem:
@@ -466,8 +473,11 @@ def environment() -> Environment:
         except ValueError:
             raise ConfigError(f"${Environment.variable(f.name)} = {raw!r} is not a number") \
                 from None
+        if kind is float and not math.isfinite(values[f.name]):
+            raise ConfigError(f"${Environment.variable(f.name)} = {raw!r} must be a finite "
+                              "number")
         least = f.metadata.get("minimum")
-        if least is not None and not values[f.name] >= least:  # NaN too
+        if least is not None and not values[f.name] >= least:
             zero = f" (0: {f.metadata['zero']})" if "zero" in f.metadata else ""
             raise ConfigError(f"${Environment.variable(f.name)} = {raw!r} must be at least "
                               f"{least:g}{zero}")

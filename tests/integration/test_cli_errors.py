@@ -349,3 +349,26 @@ def test_a_bad_memory_size_stops_the_run_before_any_work(variable: str, tmp_path
         f"error: ${variable} = 'lots' is not a memory size (a number and a unit, e.g. 1.5GB, "
         "512MiB)")
     assert "INFO pipeline" not in proc.stderr and not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("args, message", [
+    *[(["run", f"{flag}={v}"], f"{flag} must be a finite number, not {v}")
+      for flag in ("--gc-grace-hours", "--feed-days", "--lease-seconds", "--shrink-threshold")
+      for v in ("nan", "inf", "-inf")],
+    (["gc", "--keep-generations", "0"], "--keep-generations must be at least 1, not 0"),
+    *[(["gc", "--grace-hours", v], f"--grace-hours must be a finite number, not {v}")
+      for v in ("nan", "inf")],
+    (["gc", "--grace-hours", "-1"], "--grace-hours must be at least 0, not -1.0"),
+    (["feed", "--days", "nan"], "--days must be a finite number, not nan"),
+])
+def test_a_number_that_is_nan_infinite_or_out_of_range_is_refused_before_any_work(
+        args: list[str], message: str, tmp_path: Path, inventory: Path) -> None:
+    """`run --gc-grace-hours nan` published and then exited 1 "(a bug)"; `gc --grace-hours -1`
+    was accepted though run refuses it."""
+    out = tmp_path / "o"
+    command, *flags = args
+    extra = ["--inventory", str(inventory), "--site-url", SITE] if command == "run" else []
+    proc = sitemaps(command, "--out", str(out), *extra, *flags)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr == f"error: {message}\n"
+    assert not out.exists()
