@@ -74,7 +74,8 @@ class SiteConfig(RunOptions):
 
     @property
     def work_uri(self) -> str:
-        """Root of the runs' work folders; each run works in `<work>/<run id>/`."""
+        """Root of the runs' work folders; each run works in `<work>/<dag id>.<run id>/`, so
+        sites may share one root."""
         return self.work or _join(self.state_uri, RUNS_FOLDER)
 
     @property
