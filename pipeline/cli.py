@@ -440,6 +440,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.progress = progress
     _configure_logging(args, progress)
     try:
+        settings.check_flags(args)
         return COMMANDS[args.command](args)
     except PipelineError as exc:
         code, message = exc.exit_code, str(exc)

@@ -17,7 +17,7 @@ paths from these names only, so the trees below are the whole list:
     <state>/ (default <out>/_state/)          private: never serve it
       generations/<id>/                       snapshot.parquet, rejects.parquet,
                                               changes.parquet (STATE_FILES), report.html
-      runs/<run id>/                          RUNS_FOLDER: the DAG's work prefixes
+      runs/<dag id>.<run id>/                 RUNS_FOLDER: the DAG's work prefixes
       input-identity.json                     INPUT_IDENTITY_KEY: the input the live
                                               generation was made from, each section's
                                               with its shards (pipeline.unchanged)
@@ -76,8 +76,12 @@ TEMP_PREFIX = ".tmp-"
 
 #: The state's folder below the output when --state is not given.
 STATE_FOLDER = "_state"
-#: The work prefixes of DAG runs, below the state: runs/<run id>/.
+#: The work prefixes of DAG runs, below the state: runs/<dag id>.<run id>/ (named by site
+#: and run, so sites may share a work root; pipeline.orchestration.work_folder_name).
 RUNS_FOLDER = "runs"
+#: A run id (`--run-id`) names one folder below the work root: letters, digits, '_', '-' and
+#: '.', not first (so never '.' or '..'), no slash, at most 200 characters.
+RUN_ID_PATTERN = r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,199}"
 #: The identity of the input that made (or last confirmed) a generation: {generation,
 #: identity}, written by every publish; a run of the same input skips the work.
 INPUT_IDENTITY_KEY = "input-identity.json"

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
 import logging
 import os
 import re
@@ -116,12 +117,31 @@ Runs only when publish succeeded (or was skipped by a dry run), so a failed run 
 clearing its failed task needs; gc removes abandoned work folders after its grace period.""",
 }
 
-_RUN_ID_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+#: Outside this set a character of an Airflow run id is mapped to '_': no '.' (so never '.'
+#: or '..'), no '/', no ':' or '+' (which some tools mishandle).
+_RUN_ID_UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
 
 
-def work_folder_name(run_id: str) -> str:
-    """The run id as a safe key segment (no ':' or '+', which some tools mishandle)."""
-    return _RUN_ID_UNSAFE.sub("_", run_id).strip("_") or "run"
+def work_folder_name(dag_id: str, run_id: str) -> str:
+    """The work folder's name of one DAG run, `<dag id>.<run id>`, as one folder name
+    (settings' run id rule, layout.RUN_ID_PATTERN).
+
+    The DAG id is in it because every site's DAG has the same run id at a cron tick, and
+    sites may share a work root (`work` or `state` set in the site file's [defaults]); no
+    DAG id has a '.', so the first one ends it. Airflow accepts a manual run id of '..' or
+    'a/b'; the work folder `<work>/<name>` must stay below the work root, since finish
+    deletes it. A mapped or shortened name gets a hash of what it was made from, so two
+    run ids that differ only in mapped characters keep two folders.
+    """
+    name = _RUN_ID_UNSAFE.sub("_", run_id).strip("_")
+    if not name or name != run_id:
+        name = f"{name[:150] or 'run'}-{_digest(run_id)}"
+    folder = f"{dag_id}.{name}"
+    return folder if len(folder) <= 200 else f"{folder[:187]}-{_digest(folder)}"
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
 
 
 def run_time(context: Any) -> datetime:
@@ -249,7 +269,7 @@ def begin(site: SiteConfig) -> dict[str, Any]:
     per_run = {f.name: bool(params[f.name]) for f in dataclasses.fields(RunOptions)
                if f.metadata["option"].param}
     opts = site.run_options(
-        run_id=work_folder_name(context["run_id"]), run_time=run_time(context), **per_run,
+        run_id=work_folder_name(site.dag_id, context["run_id"]), run_time=run_time(context), **per_run,
         check_writable=not params["dry_run"])  # a dry run writes nothing to out
     with step(site):
         ctx = dataclasses.replace(steps.begin(opts), dry_run=bool(params["dry_run"]))

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import functools
+import math
 import os
 import re
 import types
@@ -27,7 +28,7 @@ from datetime import datetime
 from typing import Any, Union
 
 from pipeline.errors import ConfigError
-from pipeline.layout import RUNS_FOLDER, STATE_FOLDER, default_state
+from pipeline.layout import RUN_ID_PATTERN, RUNS_FOLDER, STATE_FOLDER, default_state
 from pipeline.limits import MAX_BYTES_PER_SITEMAP, MAX_SITEMAPS_PER_INDEX, MAX_URLS_PER_SITEMAP
 from pipeline.sitemap_xml import max_urlset_overhead
 
@@ -57,6 +58,9 @@ class Option:
     minimum: float | None = None
     maximum: float | None = None
     choices: tuple[str, ...] = ()
+    #: A text value must match this (re.fullmatch); `pattern_help` says the rule.
+    pattern: str | None = None
+    pattern_help: str = ""
 
 
 def option(default: Any, help: str, **kw: Any) -> Any:
@@ -118,8 +122,11 @@ class RunOptions:
         None, "work URI for intermediate files (default: a temp folder; a site's DAG: "
         f"<state>/{RUNS_FOLDER}, which must be shared storage)")
     limits: Limits = option(Limits, "per-file limits (the fields of Limits)")
-    run_id: str | None = option(None, "names the work folder (default: the generation id)",
-                                site_key="")
+    run_id: str | None = option(
+        None, "names the work folder (default: the generation id)", site_key="",
+        pattern=RUN_ID_PATTERN,
+        pattern_help="letters, digits, '_', '-' and '.' (not first), at most 200 characters: "
+                     "one folder name below --work")
     #: The run's time: it stamps the generation and new URLs' lastmod (default: now).
     run_time: datetime | None = option(None, "the run's time (default: now)", flag="",
                                        site_key="")
@@ -215,8 +222,15 @@ def check(f: dataclasses.Field[Any], value: Any) -> str | None:
     opt: Option = f.metadata["option"]
     if opt.choices and value not in opt.choices:
         return f"must be one of {', '.join(opt.choices)}, not {value!r}"
+    if isinstance(value, str) and not value.strip():
+        return "must not be empty"
+    if opt.pattern and value is not None and not (
+            isinstance(value, str) and re.fullmatch(opt.pattern, value)):
+        return f"must be {opt.pattern_help}, not {value!r}"
     if value is None or isinstance(value, bool) or not isinstance(value, int | float):
         return None
+    if not math.isfinite(value):  # NaN passes every bound (each comparison is false)
+        return f"must be a finite number, not {value}"
     if opt.minimum is not None and opt.maximum is not None \
             and not opt.minimum <= value <= opt.maximum:
         return f"must be {opt.minimum:g}..{opt.maximum:g}, not {value}"
@@ -311,6 +325,23 @@ def from_args(args: argparse.Namespace, **overrides: Any) -> RunOptions:
     return RunOptions(**{**values, **overrides})
 
 
+#: Flags of other commands that take a run option under another name: their dest -> field.
+FLAG_ALIASES = {"grace_hours": "gc_grace_hours", "days": "feed_days"}
+
+
+def check_flags(args: argparse.Namespace) -> None:
+    """The run options' checks on the flags of any command that has some of them, by their
+    field's name or FLAG_ALIASES (`gc --out`, `gc --keep-generations`, `gc --grace-hours`,
+    `status --out`, `rollback --state`): the same rules as `sitemaps run`."""
+    fields = {f.name: f for f in dataclasses.fields(RunOptions)}
+    for name, value in vars(args).items():
+        f = fields.get(FLAG_ALIASES.get(name, name))
+        if f is not None:
+            problem = check(f, value)
+            if problem:
+                raise ConfigError(f"--{name.replace('_', '-')} {problem}")
+
+
 #: The README lines around the options table (`options_table` writes what is between).
 README_TABLE_BEGIN = ("<!-- options: made by `python -m pipeline.settings` from RunOptions; "
                       "tests/unit/test_settings.py checks it -->")
@@ -369,6 +400,22 @@ def readme_table(readme: str) -> str:
     return readme[begin:readme.index(README_TABLE_END, begin)].strip("\n") + "\n"
 
 
+#: The units of a memory size (`parse_bytes`), upper case; DuckDB's own, plus bytes.
+_UNITS = {"": 1, "B": 1, "KB": 1000, "MB": 1000**2, "GB": 1000**3, "TB": 1000**4,
+          "KIB": 1024, "MIB": 1024**2, "GIB": 1024**3, "TIB": 1024**4}
+
+
+def parse_bytes(text: str) -> int:
+    """Bytes of a size such as "1.5GB", "512MiB" or "2000000"; at least 1 (a clear error
+    otherwise): a number, then a unit; nothing else passes."""
+    m = re.fullmatch(r"\s*([0-9]{1,15}(?:\.[0-9]{1,6})?)\s*([A-Za-z]*)\s*", text)
+    if m and m.group(2).upper() in _UNITS:
+        size = int(float(m.group(1)) * _UNITS[m.group(2).upper()])
+        if size >= 1:
+            return size
+    raise ConfigError(f"not a memory size: {text!r} (e.g. 1.5GB, 512MiB)")
+
+
 @dataclass(frozen=True)
 class Environment:
     """The `SITEMAPS_*` environment variables, read by `environment()` when it is called."""
@@ -376,9 +423,9 @@ class Environment:
     #: SITEMAPS_SITES_FILE: the DAGs' site file (default: `sites.toml` beside the DAG file).
     sites_file: str | None = None
     #: SITEMAPS_MEMORY: the process's memory (default 1.5GB; DuckDB gets it less a reserve).
-    memory: str | None = None
-    #: SITEMAPS_DUCKDB_MEMORY: DuckDB's memory limit as given (overrides SITEMAPS_MEMORY).
-    duckdb_memory: str | None = None
+    memory: str | None = dataclasses.field(default=None, metadata={"size": True})
+    #: SITEMAPS_DUCKDB_MEMORY: DuckDB's memory limit (overrides SITEMAPS_MEMORY).
+    duckdb_memory: str | None = dataclasses.field(default=None, metadata={"size": True})
     #: SITEMAPS_TEMP_DIR: where DuckDB spills (default: <temp dir>/sitemaps-duckdb).
     temp_dir: str | None = None
     # A numeric variable's `minimum` is checked when it is read (`environment`), as its
@@ -415,13 +462,22 @@ def environment() -> Environment:
         if not raw:
             continue
         kind = hints[f.name]
+        if f.metadata.get("size"):  # checked here, so a bad one stops a run before any work
+            try:
+                parse_bytes(raw)
+            except ConfigError:
+                raise ConfigError(f"${Environment.variable(f.name)} = {raw!r} is not a memory "
+                                  "size (a number and a unit, e.g. 1.5GB, 512MiB)") from None
         try:
             values[f.name] = kind(raw) if kind in (int, float) else raw
         except ValueError:
             raise ConfigError(f"${Environment.variable(f.name)} = {raw!r} is not a number") \
                 from None
+        if kind is float and not math.isfinite(values[f.name]):
+            raise ConfigError(f"${Environment.variable(f.name)} = {raw!r} must be a finite "
+                              "number")
         least = f.metadata.get("minimum")
-        if least is not None and not values[f.name] >= least:  # NaN too
+        if least is not None and not values[f.name] >= least:
             zero = f" (0: {f.metadata['zero']})" if "zero" in f.metadata else ""
             raise ConfigError(f"${Environment.variable(f.name)} = {raw!r} must be at least "
                               f"{least:g}{zero}")

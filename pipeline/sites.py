@@ -74,7 +74,8 @@ class SiteConfig(RunOptions):
 
     @property
     def work_uri(self) -> str:
-        """Root of the runs' work folders; each run works in `<work>/<run id>/`."""
+        """Root of the runs' work folders; each run works in `<work>/<dag id>.<run id>/`, so
+        sites may share one root."""
         return self.work or _join(self.state_uri, RUNS_FOLDER)
 
     @property
@@ -154,7 +155,7 @@ def parse_sites(data: dict[str, Any], source: str = "<sites>") -> list[SiteConfi
     sites = data.get("sites", {})
     if not isinstance(defaults, dict) or not isinstance(sites, dict):
         raise ConfigError(f"{source}: [defaults] and [sites.<name>] must be tables")
-    out = []
+    out: list[SiteConfig] = []
     for name, block in sites.items():
         where = f"{source}: [sites.{name}]"
         if not _NAME.match(name):
@@ -175,10 +176,21 @@ def parse_sites(data: dict[str, Any], source: str = "<sites>") -> list[SiteConfi
             _KEYS[k]: (_limits(where, v) if k == "limits" else _check_type(where, k, v))
             for k, v in merged.items()}
         try:
-            out.append(SiteConfig(name=name, **values))
+            site = SiteConfig(name=name, **values)
         except ConfigError as exc:
             raise ConfigError(f"{where}: {exc}") from None
+        # Two DAGs publishing to one output would each publish over the other's generations.
+        twin = next((o for o in out if _same_uri(o.out, site.out)), None)
+        if twin is not None:
+            raise ConfigError(f"{where}: out {site.out!r} is also the out of [sites.{twin.name}]"
+                              ": give each site its own output")
+        out.append(site)
     return out
+
+
+def _same_uri(a: str, b: str) -> bool:
+    """One output named twice (trailing and doubled slashes aside)."""
+    return re.sub("/+", "/", a).rstrip("/") == re.sub("/+", "/", b).rstrip("/")
 
 
 def sites_file(default: Path | None = None) -> Path:

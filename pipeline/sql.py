@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-import re
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -19,8 +18,9 @@ from typing import Any
 
 import duckdb
 
-from pipeline.errors import ConfigError, PipelineError
+from pipeline.errors import PipelineError
 from pipeline.settings import environment
+from pipeline.settings import parse_bytes as parse_bytes  # re-exported: diff and the tests use it
 
 #: Beside the package in a checkout (editable install), else where a wheel puts it.
 SQL_DIR = next((d for d in (Path(__file__).resolve().parent.parent / "sql",
@@ -33,24 +33,14 @@ SQL_DIR = next((d for d in (Path(__file__).resolve().parent.parent / "sql",
 DEFAULT_PROCESS_MEMORY = "1.5GB"
 #: Memory kept out of DuckDB's limit for the rest of the process.
 PROCESS_RESERVE = 512 * 1024**2
-_UNITS = {"": 1, "B": 1, "KB": 1000, "MB": 1000**2, "GB": 1000**3, "TB": 1000**4,
-          "KIB": 1024, "MIB": 1024**2, "GIB": 1024**3, "TIB": 1024**4}
-
-
-def parse_bytes(text: str) -> int:
-    """Bytes of a size such as "1.5GB", "512MiB" or "2000000" (a clear error otherwise)."""
-    m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]*)\s*", text)
-    if not m or m.group(2).upper() not in _UNITS:
-        raise ConfigError(f"not a memory size: {text!r} (e.g. 1.5GB, 512MiB)")
-    return int(float(m.group(1)) * _UNITS[m.group(2).upper()])
 
 
 def duckdb_memory_limit() -> str:
-    """DuckDB's memory_limit: SITEMAPS_DUCKDB_MEMORY as given, else SITEMAPS_MEMORY (default
+    """DuckDB's memory_limit: SITEMAPS_DUCKDB_MEMORY in bytes, else SITEMAPS_MEMORY (default
     1.5GB) less PROCESS_RESERVE, at least 256 MB."""
     env = environment()
-    if env.duckdb_memory:
-        return env.duckdb_memory
+    if env.duckdb_memory:  # as bytes: parsed, never pasted as given
+        return f"{parse_bytes(env.duckdb_memory)}B"
     total = parse_bytes(env.memory or DEFAULT_PROCESS_MEMORY)
     return f"{max(256 * 1024**2, total - PROCESS_RESERVE) // 1024**2}MB"
 
@@ -85,8 +75,9 @@ def connect(memory_limit: str | None = None, threads: int | None = None,
     `ordered`: results of a query without ORDER BY come in the order of its input (render
     needs it); without, DuckDB may reorder them, which streams writes with less memory.
     """
-    con = duckdb.connect(config={"allow_unsigned_extensions": False})
-    con.execute(f"SET memory_limit = '{memory_limit or duckdb_memory_limit()}'")
+    # The limit as a config value, not SQL text; and parsed (bytes) in any case.
+    limit = f"{parse_bytes(memory_limit)}B" if memory_limit else duckdb_memory_limit()
+    con = duckdb.connect(config={"allow_unsigned_extensions": False, "memory_limit": limit})
     con.execute("SET TimeZone = 'UTC'")
     con.execute(f"SET preserve_insertion_order = {str(ordered).lower()}")
     # DuckDB's own progress bar shows a long statement's progress, on a terminal only.

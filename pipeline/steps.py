@@ -15,6 +15,7 @@ import logging
 import time
 from dataclasses import asdict
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from pipeline import storage
@@ -47,8 +48,9 @@ from pipeline.publish import (
     snapshot_uri,
 )
 from pipeline.render import RenderedFile
-from pipeline.settings import RunOptions
+from pipeline.settings import RunOptions, environment
 from pipeline.snapshot import StoredState, save_state
+from pipeline.storage import LocalStorage
 from pipeline.urls import Site
 
 log = logging.getLogger(__name__)
@@ -57,8 +59,31 @@ log = logging.getLogger(__name__)
 STATE_JSON = "state.json"
 
 
+def run_work_folder(root: str, run_id: str) -> str:
+    """The work folder of run `run_id` below the work root `root`; refuses one that is not
+    strictly below it (the end of the run deletes everything in the work folder)."""
+    work = storage.join(root, run_id)
+    check_below(root, work)
+    return work
+
+
+def check_below(root: str, work: str) -> None:
+    """InternalError unless `work` lies strictly below `root` (local paths resolved)."""
+    if storage.backend_for(root) is LocalStorage:
+        below = Path(root.removeprefix("file://")).resolve()
+        inside = Path(work.removeprefix("file://")).resolve()
+        ok = below in inside.parents
+    else:
+        rest = work.removeprefix(root.rstrip("/") + "/")
+        ok = rest != work and all(p not in ("", ".", "..") for p in rest.rstrip("/").split("/"))
+    if not ok:
+        raise InternalError(f"the work folder {work} is not below the work root {root}: "
+                            "nothing was deleted")
+
+
 def begin(opts: RunOptions) -> RunContext:
     """Reads the live manifest (its version is what the commit will be conditional on)."""
+    environment()  # every SITEMAPS_* variable checked (ConfigError) before any work
     run_time = (opts.run_time or datetime.now(UTC)).astimezone(UTC).replace(microsecond=0)
     site = Site.parse(opts.site_url)
     public = opts.public_url or site.prefix
@@ -107,7 +132,7 @@ def begin(opts: RunOptions) -> RunContext:
     ctx = RunContext(
         options=opts, site_url=site.prefix, public_url=public, out=opts.out,
         state=opts.state_uri,
-        work=storage.join(base, opts.run_id or generation) if opts.work else base,
+        work=run_work_folder(base, opts.run_id or generation) if opts.work else base,
         own_work=opts.work is None, run_time=run_time.isoformat(), generation=generation,
         live_etag=live.etag, live_generation=live.generation, snapshot=snapshot,
         lease=bool(opts.lease_seconds), lease_owner=lease_owner, warnings=tuple(warnings),
@@ -691,4 +716,5 @@ def finish(ctx: RunContext) -> None:
         shutil.rmtree(work.local_dir, ignore_errors=True)
         release_work_folder(str(work.local_dir))
     else:
+        check_below(ctx.options.work or "", ctx.work)
         work.delete([o.key for o in work.list("")])

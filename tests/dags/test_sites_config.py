@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import re
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -52,7 +53,7 @@ def test_diff_partitions_and_plan_slice_rows() -> None:
 def test_defaults_table_applies_to_every_site_and_a_site_overrides_it() -> None:
     data = {"defaults": {"aws_conn_id": "s3", "schedule": "0 1 * * *",
                          "limits": {"max_urls_per_sitemap": 1000}},
-            "sites": {"a": BASE, "b": {**BASE, "schedule": "0 2 * * *",
+            "sites": {"a": BASE, "b": {**BASE, "out": "s3://sitemaps/b/", "schedule": "0 2 * * *",
                                        "limits": {"max_sitemaps_per_index": 10}}}}
     a, b = sites.parse_sites(data)
     assert (a.aws_conn_id, a.schedule, a.limits.max_urls) == ("s3", "0 1 * * *", 1000)
@@ -113,3 +114,76 @@ def test_load_sites_reads_the_env_file_and_says_how_to_fix_a_missing_one(
 def test_the_demo_config_is_valid() -> None:
     (demo,) = sites.load_sites(ROOT / "infra" / "local" / "sites.toml")
     assert demo.aws_conn_id == "sitemaps_s3" and demo.inventory.startswith("s3://sitemaps/")
+
+
+@pytest.mark.parametrize("run_id", ["..", ".", "", "/", "a/../..", "../../etc", "..\\..", "x/" * 200,
+                                    "manual__2026-12-06T12:00:00+00:00", "x" * 250, "é/.."])
+def test_the_work_folder_of_any_airflow_run_id_stays_below_the_runs_folder(
+        run_id: str, tmp_path: Path) -> None:
+    """Airflow's default allowed_run_id_pattern accepts '..' for a manual run: its work
+    folder `<state>/runs/..` was the state itself, and finish deleted every snapshot."""
+    from pipeline.layout import RUN_ID_PATTERN
+    from pipeline.orchestration import work_folder_name
+    from pipeline.steps import run_work_folder
+
+    (s,) = sites.parse_sites({"sites": {"www": {**BASE, "out": str(tmp_path / "out")}}})
+    name = work_folder_name(s.dag_id, run_id)
+    assert re.fullmatch(RUN_ID_PATTERN, name), name
+    work = Path(run_work_folder(s.work_uri, name)).resolve()
+    assert work.parent == (tmp_path / "out" / "_state" / "runs").resolve()
+    s.run_options(run_id=name)  # the rule RunOptions checks
+
+
+def test_run_ids_that_differ_only_in_mapped_characters_keep_their_own_folders() -> None:
+    from pipeline.orchestration import work_folder_name
+
+    ids = ["manual__2026-12-06T12:00:00+00:00", "manual__2026-12-06T12_00_00_00_00",
+           "manual__2026-12-06T12:00:00.5+00:00", "a.b", "a_b", "a/b", "..", "..."]
+    assert len({work_folder_name("sitemaps_www", i) for i in ids}) == len(ids)
+    assert work_folder_name("sitemaps_www", "scheduled_x-1") == "sitemaps_www.scheduled_x-1"
+
+
+@pytest.mark.parametrize("root, work", [
+    ("/w", "/w/.."), ("/w", "/w"), ("/w", "/w/a/../.."), ("/w", "/other"),
+    ("s3://b/w", "s3://b/w/.."), ("s3://b/w", "s3://b/w"), ("s3://b/w", "s3://b/w/a/../.."),
+    ("s3://b/w", "s3://b/w2/x"), ("s3://b/w", "s3://b/w//x")])
+def test_a_work_folder_not_below_its_root_is_refused(root: str, work: str) -> None:
+    from pipeline.errors import InternalError
+    from pipeline.steps import check_below
+
+    with pytest.raises(InternalError, match="not below the work root"):
+        check_below(root, work)
+    check_below(root, root + "/run-1")
+
+
+@pytest.mark.parametrize("shared", ["work", "state"])
+def test_two_sites_sharing_a_work_root_never_share_a_work_folder(
+        shared: str, tmp_path: Path) -> None:
+    """Every site's DAG has the same run id at a cron tick: with `work` (or `state`) set once
+    in [defaults], `<work>/scheduled__<tick>` was one folder for two sites, and each
+    published the other's URLs."""
+    from pipeline.layout import RUN_ID_PATTERN
+    from pipeline.orchestration import work_folder_name
+    from pipeline.steps import run_work_folder
+
+    data = {"defaults": {shared: str(tmp_path / shared)},
+            "sites": {"a": {**BASE, "out": "s3://sitemaps/a/"},
+                      "b": {**BASE, "out": "s3://sitemaps/b/"}}}
+    a, b = sites.parse_sites(data)
+    assert a.work_uri == b.work_uri  # one work root: allowed
+    tick = "scheduled__2026-12-06T03:00:00+00:00"
+    folders = {run_work_folder(s.work_uri, work_folder_name(s.dag_id, tick)) for s in (a, b)}
+    assert len(folders) == 2
+    assert all(Path(f).parent == Path(a.work_uri) for f in folders)
+    # A site name that ends like another's run id cannot take its folder either.
+    assert work_folder_name("sitemaps_a__x", "y") != work_folder_name("sitemaps_a", "x__y")
+    (long,) = sites.parse_sites({"sites": {"w" * 200: BASE}})
+    assert re.fullmatch(RUN_ID_PATTERN, work_folder_name(long.dag_id, tick))
+
+
+@pytest.mark.parametrize("other", ["s3://sitemaps/www/", "s3://sitemaps/www", "s3://sitemaps/www//"])
+def test_two_sites_with_one_out_are_refused(other: str) -> None:
+    data = {"sites": {"www": BASE, "www2": {**BASE, "out": other}}}
+    with pytest.raises(ConfigError, match=r"\[sites.www2\]: out .* is also the out of "
+                                          r"\[sites.www\]"):
+        sites.parse_sites(data)

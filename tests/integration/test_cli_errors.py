@@ -295,3 +295,102 @@ def test_a_full_disk_names_its_folder_not_the_inventory(full: str, tmp_path: Pat
         r"disk \(--work, --out, SITEMAPS_TEMP_DIR\)", lines[0]), lines[0]
     if full == "work":  # (a full output's tmpfs is gone with its namespace)
         assert not (folders["out"] / "manifest.json").exists()  # nothing was published
+
+
+@pytest.mark.parametrize("run_id", ["..", ".", "a/b", "../x", "", "a\\b"])
+def test_a_run_id_that_is_no_folder_name_is_refused_and_deletes_nothing(
+        run_id: str, tmp_path: Path, inventory: Path) -> None:
+    """`--work W --run-id ..` made the work folder W/.., and the end of the run deleted every
+    file below it: the inventory and anything beside the work root."""
+    top = tmp_path / "top"
+    (top / "work").mkdir(parents=True)
+    inv = top / "inv.parquet"
+    inv.write_bytes(inventory.read_bytes())
+    (top / "beside.txt").write_text("keep me\n")
+    (top / "x").mkdir()
+    (top / "x" / "inside.txt").write_text("keep me too\n")
+    proc = sitemaps("run", "--inventory", str(inv), "--site-url", SITE, "--out", str(top / "o"),
+                    "--work", str(top / "work"), "--run-id", run_id)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.startswith("error: --run-id ") and len(proc.stderr.splitlines()) == 1, \
+        proc.stderr
+    assert inv.is_file() and (top / "beside.txt").is_file() and (top / "x" / "inside.txt").is_file()
+    assert not (top / "o").exists()  # refused before any work
+
+
+def test_a_plain_run_id_names_the_work_folder_below_the_work_root(
+        tmp_path: Path, inventory: Path) -> None:
+    (tmp_path / "work").mkdir()
+    (tmp_path / "work" / "other-run").mkdir()
+    (tmp_path / "work" / "other-run" / "f").write_text("another run's file\n")
+    proc = sitemaps("run", "--inventory", str(inventory), "--site-url", SITE,
+                    "--out", str(tmp_path / "o"), "--work", str(tmp_path / "work"),
+                    "--run-id", "manual__2026-12-06T12_00_00.5-a")
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "work" / "other-run" / "f").is_file()
+    # the run's own folder is emptied
+    assert not [p for p in (tmp_path / "work" / "manual__2026-12-06T12_00_00.5-a").rglob("*")
+                if p.is_file()]
+
+
+@pytest.mark.parametrize("command, blank", [
+    ("run", "--out"), ("run", "--state"), ("run", "--work"), ("run", "--inventory"),
+    ("gc", "--out"), ("gc", "--state"), ("status", "--out"), ("rollback", "--state")])
+@pytest.mark.parametrize("value", ["", "  "])
+def test_an_empty_out_state_or_work_is_refused(command: str, blank: str, value: str,
+                                               tmp_path: Path, inventory: Path) -> None:
+    """`--out ""` published into the current folder and wrote the state to /_state."""
+    given = {"--out": str(tmp_path / "o")}
+    if command != "status":
+        given["--state"] = str(tmp_path / "s")
+    if command == "run":
+        given |= {"--inventory": str(inventory), "--site-url": SITE,
+                  "--work": str(tmp_path / "w")}
+    given[blank] = value
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    proc = subprocess.run(
+        [sys.executable, "-m", "pipeline.cli", "-q", command,
+         *[a for k, v in given.items() for a in (k, v)]],
+        cwd=cwd, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True,
+        timeout=300)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr == f"error: {blank} must not be empty\n"
+    assert list(cwd.iterdir()) == [] and not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("variable", ["SITEMAPS_DUCKDB_MEMORY", "SITEMAPS_MEMORY"])
+def test_a_bad_memory_size_stops_the_run_before_any_work(variable: str, tmp_path: Path,
+                                                         inventory: Path) -> None:
+    """`SITEMAPS_DUCKDB_MEMORY=lots` exited 1 after begin; a quote in it ran SQL."""
+    proc = sitemaps("run", "--inventory", str(inventory), "--site-url", SITE,
+                    "--out", str(tmp_path / "o"), env={**os.environ, variable: "lots"},
+                    quiet=False)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.splitlines()[-1] == (
+        f"error: ${variable} = 'lots' is not a memory size (a number and a unit, e.g. 1.5GB, "
+        "512MiB)")
+    assert "INFO pipeline" not in proc.stderr and not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("args, message", [
+    *[(["run", f"{flag}={v}"], f"{flag} must be a finite number, not {v}")
+      for flag in ("--gc-grace-hours", "--feed-days", "--lease-seconds", "--shrink-threshold")
+      for v in ("nan", "inf", "-inf")],
+    (["gc", "--keep-generations", "0"], "--keep-generations must be at least 1, not 0"),
+    *[(["gc", "--grace-hours", v], f"--grace-hours must be a finite number, not {v}")
+      for v in ("nan", "inf")],
+    (["gc", "--grace-hours", "-1"], "--grace-hours must be at least 0, not -1.0"),
+    (["feed", "--days", "nan"], "--days must be a finite number, not nan"),
+])
+def test_a_number_that_is_nan_infinite_or_out_of_range_is_refused_before_any_work(
+        args: list[str], message: str, tmp_path: Path, inventory: Path) -> None:
+    """`run --gc-grace-hours nan` published and then exited 1 "(a bug)"; `gc --grace-hours -1`
+    was accepted though run refuses it."""
+    out = tmp_path / "o"
+    command, *flags = args
+    extra = ["--inventory", str(inventory), "--site-url", SITE] if command == "run" else []
+    proc = sitemaps(command, "--out", str(out), *extra, *flags)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr == f"error: {message}\n"
+    assert not out.exists()
