@@ -19,7 +19,7 @@ from typing import IO, Any
 
 from pipeline.errors import NO_SPACE_ERRNOS, PublishConflict
 from pipeline.layout import LOCK_NAME, TEMP_PREFIX
-from pipeline.storage.base import ObjectInfo, Storage
+from pipeline.storage.base import ObjectInfo, Storage, glob_base, hidden_below
 
 _UMASK = os.umask(0)
 os.umask(_UMASK)
@@ -172,9 +172,12 @@ class LocalStorage(Storage):
     def find_files(cls, uri: str, suffix: str) -> builtins.list[str]:
         path = uri.removeprefix("file://")
         if any(c in path for c in "*?["):
-            return sorted(p for p in glob.glob(path, recursive=True) if os.path.isfile(p))
+            base = glob_base(path)
+            return sorted(p for p in glob.glob(path, recursive=True)
+                          if os.path.isfile(p) and not hidden_below(base, p))
         if os.path.isdir(path):
-            return sorted(str(p) for p in Path(path).rglob(f"*{suffix}") if p.is_file())
+            return sorted(str(p) for p in Path(path).rglob(f"*{suffix}")
+                          if p.is_file() and not hidden_below(path, str(p)))
         if os.path.isfile(path):
             return [path]
         return []
