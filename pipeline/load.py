@@ -212,7 +212,9 @@ def _typed_columns(types: dict[str, str], duck_types: dict[str, Any],
     if lm is None:
         cols += ["NULL::TIMESTAMPTZ AS lastmod", "false AS lastmod_raw_invalid"]
     elif lm in _STRING:
-        parsed = "try_cast(trim(lastmod) AS TIMESTAMPTZ)"
+        # A year or a month (W3C's YYYY, YYYY-MM) is its first instant: DuckDB casts dates.
+        parsed = ("try_cast(CASE strlen(trim(lastmod)) WHEN 4 THEN trim(lastmod) || '-01-01' "
+                  "WHEN 7 THEN trim(lastmod) || '-01' ELSE trim(lastmod) END AS TIMESTAMPTZ)")
         ok = (f"coalesce(regexp_full_match(trim(lastmod), '{W3C_DATETIME_REGEX}') "
               f"AND {_believable(parsed)}, false)")
         cols += [f"CASE WHEN {ok} THEN {parsed} END AS lastmod",
