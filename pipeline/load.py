@@ -82,11 +82,14 @@ class ValidRows:
 
     def normalized_files(self, partition: int, partitions: int) -> list[str]:
         """The files that hold the valid rows of diff partition `partition` of `partitions`:
-        its own when the rows were cut by as many partitions, else all of them."""
+        its own when the rows were cut by as many partitions, else all of them. A partition
+        that got no row (a few URLs in many partitions) has no file: then one file of
+        another, for its columns, of which the diff's filter (current_partition) keeps no
+        row."""
         if self.split != partitions or self.split == 1:
             return list(self.normalized_uris)
         own = f"/{DIFF_PARTITION_COLUMN}={partition}/"
-        return [u for u in self.normalized_uris if own in u]
+        return [u for u in self.normalized_uris if own in u] or list(self.normalized_uris[:1])
 
     @classmethod
     def from_json(cls, valid: dict[str, Any]) -> ValidRows:
