@@ -268,13 +268,15 @@ def diff(valid: ValidRows, snapshot_uri: str | None, run_time: datetime, work_ur
             f"changefreq::{CHANGEFREQ_ENUM} AS changefreq" if c == "changefreq" else c
             for c in rel.columns if c not in left_out))
         if snapshot_uri is None:  # a first run: in buckets of sections
+            folder = diffed_key(partition).removesuffix(".parquet")
             buckets = write_partitioned(
                 con, rel.project(f"*, hash(section) % {DIFFED_BUCKETS} AS {BUCKET}"), work,
-                diffed_key(partition).removesuffix(".parquet"), BUCKET)
+                folder, BUCKET)
             diffed_uris = [u for b in sorted(buckets, key=int) for u in buckets[b]]
-        else:
-            diffed_uris = []
-        if not diffed_uris:  # an incremental run, or a first run without rows: one file
+            if not diffed_uris:  # no row in this partition: one empty file, in a bucket too
+                # (read with the other partitions' parts, whose Hive folders it must match)
+                diffed_uris = [write_parquet(rel, work, f"{folder}/{BUCKET}=0/data_0.parquet")]
+        else:  # an incremental run: one file
             diffed_uris = [write_parquet(rel, work, diffed_key(partition))]
     finally:
         con.execute("RESET disabled_optimizers")

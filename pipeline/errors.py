@@ -88,12 +88,20 @@ class OutOfSpace(TerminalError):
     again."""
 
 
+class FileTooLarge(OutOfSpace):
+    """A file the run writes grew past the largest one it may write (EFBIG): the process's
+    file-size limit (`ulimit -f`) or the filesystem's (FAT: 4 GiB). Terminal as a full disk."""
+
+
 #: The errnos of a full disk (or a full quota).
 NO_SPACE_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
+#: The errnos a write fails with where a full disk does, each naming the file it wrote.
+WRITE_FULL_ERRNOS = (*NO_SPACE_ERRNOS, errno.EFBIG)
 #: How DuckDB says a write found the disk full, and that its spill folder reached the size it
 #: may take (by default 90% of the free space it found there).
 _NO_SPACE_WORDS = ("no space left on device", "disk quota exceeded")
 _SPILL_FULL_WORDS = ("failed to offload data block",)
+_TOO_LARGE_WORDS = ("file too large",)
 _QUOTED_FILE = re.compile(r'(?:file|directory) \\?"([^"\\]+)\\?"', re.IGNORECASE)
 
 
@@ -104,8 +112,11 @@ def out_of_space(exc: BaseException, spill_dir: str | None = None) -> OutOfSpace
     # DuckDB's own errors say it in words (an IOException, an OutOfMemoryException)
     lowered = text.lower() if type(exc).__module__.lstrip("_").startswith("duckdb") else ""
     path: str | None = None
+    if isinstance(exc, OSError) and exc.errno == errno.EFBIG or any(
+            w in lowered for w in _TOO_LARGE_WORDS):
+        return _too_large(exc)
     if isinstance(exc, OSError) and exc.errno in NO_SPACE_ERRNOS:
-        path = os.fsdecode(exc.filename) if exc.filename else None
+        path = _written_file(exc)
     elif any(w in lowered for w in _NO_SPACE_WORDS):
         found = _QUOTED_FILE.search(text)
         path = found.group(1) if found else None
@@ -121,6 +132,31 @@ def out_of_space(exc: BaseException, spill_dir: str | None = None) -> OutOfSpace
     return OutOfSpace(
         f"no space left on {where}{_free_space(path)}. Free space there, or give the run a "
         "folder on a larger disk (--work, --out, SITEMAPS_TEMP_DIR)")
+
+
+def _written_file(exc: OSError) -> str | None:
+    """The file a failed write wrote: of two (a copy, a rename), the second, the target
+    (shutil.copyfile names its source first)."""
+    name = exc.filename2 or exc.filename
+    return os.fsdecode(name) if name else None
+
+
+def _too_large(exc: BaseException) -> FileTooLarge:
+    if isinstance(exc, OSError):
+        path = _written_file(exc)
+    else:
+        found = _QUOTED_FILE.search(str(exc))
+        path = found.group(1) if found else None
+    import resource
+
+    soft = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+    limit = "none" if soft == resource.RLIM_INFINITY else f"{soft:,} bytes"
+    what = f"the file {path}" if path else "a file the run writes"
+    return FileTooLarge(
+        f"{what} grew past the largest file the run may write there (the process's "
+        f"file-size limit, ulimit -f: {limit}; else the filesystem's largest file). "
+        "Raise the limit, or give the run a folder on another filesystem "
+        "(--work, --out, --state, SITEMAPS_TEMP_DIR)")
 
 
 def _free_space(path: str | None) -> str:

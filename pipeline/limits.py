@@ -22,7 +22,7 @@ CHANGEFREQ_ENUM = f"ENUM({', '.join(repr(v) for v in CHANGEFREQ_VALUES)})"
 #: The earliest believable <lastmod> (the web's first year); one before it (epoch, year 1,
 #: -infinity) is dropped and counted as `lastmod_invalid`.
 EARLIEST_LASTMOD = "1991-01-01T00:00:00Z"
-#: A W3C datetime (a date, or a date and time with an optional zone); DuckDB's own cast also
-#: takes "epoch", "infinity" and other words, which are not lastmods.
-W3C_DATETIME_REGEX = (r"\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?"
-                      r"(Z|[+-]\d{2}(:?\d{2})?)?)?")
+#: A W3C datetime (a year, a month, a date, or a date and time with an optional zone);
+#: DuckDB's own cast also takes "epoch", "infinity" and other words, which are not lastmods.
+W3C_DATETIME_REGEX = (r"\d{4}(-\d{2}(-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?"
+                      r"(Z|[+-]\d{2}(:?\d{2})?)?)?)?)?")

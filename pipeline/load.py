@@ -82,11 +82,14 @@ class ValidRows:
 
     def normalized_files(self, partition: int, partitions: int) -> list[str]:
         """The files that hold the valid rows of diff partition `partition` of `partitions`:
-        its own when the rows were cut by as many partitions, else all of them."""
+        its own when the rows were cut by as many partitions, else all of them. A partition
+        that got no row (a few URLs in many partitions) has no file: then one file of
+        another, for its columns, of which the diff's filter (current_partition) keeps no
+        row."""
         if self.split != partitions or self.split == 1:
             return list(self.normalized_uris)
         own = f"/{DIFF_PARTITION_COLUMN}={partition}/"
-        return [u for u in self.normalized_uris if own in u]
+        return [u for u in self.normalized_uris if own in u] or list(self.normalized_uris[:1])
 
     @classmethod
     def from_json(cls, valid: dict[str, Any]) -> ValidRows:
@@ -212,7 +215,9 @@ def _typed_columns(types: dict[str, str], duck_types: dict[str, Any],
     if lm is None:
         cols += ["NULL::TIMESTAMPTZ AS lastmod", "false AS lastmod_raw_invalid"]
     elif lm in _STRING:
-        parsed = "try_cast(trim(lastmod) AS TIMESTAMPTZ)"
+        # A year or a month (W3C's YYYY, YYYY-MM) is its first instant: DuckDB casts dates.
+        parsed = ("try_cast(CASE strlen(trim(lastmod)) WHEN 4 THEN trim(lastmod) || '-01-01' "
+                  "WHEN 7 THEN trim(lastmod) || '-01' ELSE trim(lastmod) END AS TIMESTAMPTZ)")
         ok = (f"coalesce(regexp_full_match(trim(lastmod), '{W3C_DATETIME_REGEX}') "
               f"AND {_believable(parsed)}, false)")
         cols += [f"CASE WHEN {ok} THEN {parsed} END AS lastmod",

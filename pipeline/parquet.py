@@ -19,7 +19,8 @@ import pyarrow.parquet as pq
 
 from pipeline import storage
 
-#: Row ids in inventory order (file number, row in file), for the duplicate tie rule.
+#: Row ids in inventory order (file number, row in file): a reject's row, and the last tie
+#: of the duplicate rule (rows of one content, sql/dedupe_rows.sql).
 ROW_ID = "_row_id"
 
 

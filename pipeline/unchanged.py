@@ -8,8 +8,9 @@ The input's identity is a digest of:
 - the inventory's rows: their count and two sums over a 64-bit hash of each whole row, of
   the hashes and of a hash of each (changes of rows whose hashes happen to cancel out in
   one sum are told apart by the other). A sum, not an order: the same rows in another
-  order or another file layout are the same input; a sum, not an XOR: two equal rows added
-  do not cancel out;
+  order or another file layout are the same input (and publish the same rows: dedupe's
+  tie rule goes by content, not by order, sql/dedupe_rows.sql); a sum, not an XOR: two
+  equal rows added do not cancel out;
 - the options that shape the output (site and public URL, limits, section depth,
   deprecated tags, format, the reject guard) and the renderer's version.
 

@@ -3,22 +3,26 @@
 -- occur more than once, found by pipeline.load from url_hashes: a sort of integers,
 -- far cheaper than an aggregate of every URL). Rule: of the rows with the same
 -- normalised URL, the one with the newest lastmod is kept (rows without lastmod count as
--- oldest), ties go to the row that came first in the inventory. Only the rows of a
--- repeated hash are ranked (a hash collision only makes a candidate, the rank is by
--- URL); the result is small: one row per duplicate, its id and the fields its reject
--- gives (rejected_rows), taken here from the few candidates instead of in a second pass
--- over every row of `normalized`.
+-- oldest); ties go to the row of the smallest hash of its normalised content (every
+-- column but its row id and its raw row's hash), then, for rows of one content, to the
+-- first. Not by position: the input's identity (pipeline.unchanged) is the same for the
+-- same rows in any order, so a rule by position could publish another row for an input
+-- the unchanged skip calls the same. Only the rows of a repeated hash are ranked; the
+-- result is one row per duplicate with the fields its reject gives (rejected_rows).
 -- Parameters: none.
 CREATE OR REPLACE TABLE duplicate_rows AS
 WITH candidates AS (
-    SELECT row_id, url, lastmod, original_url, changefreq, priority
+    SELECT *
     FROM normalized
     WHERE url_hash IN (SELECT url_hash FROM repeated_url_hashes)
 )
 SELECT row_id, url, lastmod, original_url, changefreq, priority
 FROM (
-    SELECT *, row_number() OVER (
-               PARTITION BY url ORDER BY lastmod DESC NULLS LAST, row_id) AS rank
+    SELECT row_id, url, lastmod, original_url, changefreq, priority,
+           row_number() OVER (
+               PARTITION BY url ORDER BY lastmod DESC NULLS LAST,
+               hash(*COLUMNS(lambda c: c NOT IN ('row_id', '_input_row_hash'))),
+               row_id) AS rank
     FROM candidates
 )
 WHERE rank > 1;

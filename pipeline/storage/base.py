@@ -55,6 +55,24 @@ def join(uri: str, *parts: str) -> str:
     return out
 
 
+def hidden_below(base: str, path: str) -> bool:
+    """Whether `path` (a file below the folder `base`, "/"-separated) lies in what Spark and
+    Hive hide from a reader of the folder: a name below `base` starting with `.` or `_` (an
+    uncommitted `_temporary/` attempt, `_SUCCESS`, an editor's or a copy's dot file), a
+    partition folder `_key=value` apart, as Spark keeps it; pyarrow.dataset hides them too."""
+    rest = path[len(base):] if path.startswith(base) else path
+    *folders, name = rest.strip("/").split("/")
+    return name.startswith((".", "_")) or any(
+        f.startswith(".") or (f.startswith("_") and "=" not in f) for f in folders)
+
+
+def glob_base(pattern: str) -> str:
+    """The folder of `pattern` above its first component with a wildcard (`*`, `?`, `[`)."""
+    parts = pattern.split("/")
+    first = next(i for i, part in enumerate(parts) if any(c in part for c in "*?["))
+    return "/".join(parts[:first])
+
+
 @dataclass(frozen=True)
 class ObjectInfo:
     """One stored object: key relative to the root, size and last change."""
@@ -140,7 +158,8 @@ class Storage(abc.ABC):
     def find_files(cls, uri: str, suffix: str) -> builtins.list[str]:
         """The files `uri` names, sorted: the file itself, those a glob (`*`, `?`, `[`)
         matches, or every file below a folder whose name ends in `suffix`; empty when
-        none. As URIs of this backend (a local path for a local file)."""
+        none. Of a glob's or a folder's files, none that `hidden_below` hides. As URIs of
+        this backend (a local path for a local file)."""
 
     # --- what a backend may refine ----------------------------------------------------------
 

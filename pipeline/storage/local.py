@@ -17,9 +17,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
-from pipeline.errors import NO_SPACE_ERRNOS, PublishConflict
+from pipeline.errors import WRITE_FULL_ERRNOS, PublishConflict
 from pipeline.layout import LOCK_NAME, TEMP_PREFIX
-from pipeline.storage.base import ObjectInfo, Storage
+from pipeline.storage.base import ObjectInfo, Storage, glob_base, hidden_below
 
 _UMASK = os.umask(0)
 os.umask(_UMASK)
@@ -35,11 +35,12 @@ def _fsync_dir(path: Path) -> None:
 
 @contextlib.contextmanager
 def naming_full_disk(path: Path) -> Iterator[None]:
-    """A full disk met by a write to an open file names no file: name `path`."""
+    """A full disk (or a file past the size limit) met by a write to an open file names no
+    file: name `path`."""
     try:
         yield
     except OSError as exc:
-        if exc.errno in NO_SPACE_ERRNOS and not exc.filename:
+        if exc.errno in WRITE_FULL_ERRNOS and not exc.filename:
             raise OSError(exc.errno, exc.strerror, str(path)) from exc
         raise
 
@@ -172,9 +173,12 @@ class LocalStorage(Storage):
     def find_files(cls, uri: str, suffix: str) -> builtins.list[str]:
         path = uri.removeprefix("file://")
         if any(c in path for c in "*?["):
-            return sorted(p for p in glob.glob(path, recursive=True) if os.path.isfile(p))
+            base = glob_base(path)
+            return sorted(p for p in glob.glob(path, recursive=True)
+                          if os.path.isfile(p) and not hidden_below(base, p))
         if os.path.isdir(path):
-            return sorted(str(p) for p in Path(path).rglob(f"*{suffix}") if p.is_file())
+            return sorted(str(p) for p in Path(path).rglob(f"*{suffix}")
+                          if p.is_file() and not hidden_below(path, str(p)))
         if os.path.isfile(path):
             return [path]
         return []
@@ -190,7 +194,12 @@ class LocalStorage(Storage):
         target = self._p(key)
         target.parent.mkdir(parents=True, exist_ok=True)
         if Path(path).resolve() != target.resolve():
-            shutil.copyfile(path, target)
+            try:
+                shutil.copyfile(path, target)
+            except OSError as exc:  # a full disk is the copy's: shutil names its source
+                if exc.errno in WRITE_FULL_ERRNOS:
+                    raise OSError(exc.errno, exc.strerror, str(target)) from exc
+                raise
 
     def probe_write(self, name: str) -> None:
         self.path.mkdir(parents=True, exist_ok=True)

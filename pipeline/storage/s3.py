@@ -24,7 +24,14 @@ from urllib.parse import urlparse
 from pipeline.errors import ConfigError, PublishConflict
 from pipeline.layout import PROBE_KEY
 from pipeline.settings import environment
-from pipeline.storage.base import ObjectInfo, Storage, StoredHeaders, content_type_for
+from pipeline.storage.base import (
+    ObjectInfo,
+    Storage,
+    StoredHeaders,
+    content_type_for,
+    glob_base,
+    hidden_below,
+)
 from pipeline.storage.s3_errors import (
     NO_CREDENTIALS,
     MissingCredentials,
@@ -301,12 +308,14 @@ class S3Storage(Storage):
         base = key[:wildcard].rsplit("/", 1)[0] if wildcard is not None else key
         candidates = [o.key for o in cls(f"s3://{bucket}").list(base)]
         if wildcard is not None:
-            files = [k for k in candidates if fnmatch.fnmatchcase(k, key)]
+            files = [k for k in candidates if fnmatch.fnmatchcase(k, key)
+                     and not hidden_below(glob_base(key), k)]
         elif key in candidates:
             files = [key]
         else:
             prefix = key.rstrip("/") + "/"
-            files = [k for k in candidates if k.startswith(prefix) and k.endswith(suffix)]
+            files = [k for k in candidates if k.startswith(prefix) and k.endswith(suffix)
+                     and not hidden_below(prefix, k)]
         return [f"s3://{bucket}/{k}" for k in sorted(files)]
 
     def probe_write(self, name: str) -> None:

@@ -8,7 +8,7 @@ sha256, lastmods), counts, changes, feed and IndexNow URLs.
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -539,3 +539,38 @@ def test_valid_rows_from_a_load_json_written_before_the_cut() -> None:
         f"/w/normalized/diff_partition={p}/data_0.parquet" for p in range(3)], "split": 3})
     assert cut.normalized_files(1, 3) == ["/w/normalized/diff_partition=1/data_0.parquet"]
     assert cut.normalized_files(1, 2) == list(cut.normalized_uris)
+    # a partition that got no row: one file of another, whose rows the diff filters out
+    gap = replace(cut, normalized_uris=(cut.normalized_uris[0], cut.normalized_uris[2]))
+    assert gap.normalized_files(1, 3) == [cut.normalized_uris[0]]
+
+
+@pytest.mark.parametrize("partitions", [8, 4])  # 8: the snapshot cut by them too
+def test_a_partition_without_a_row_diffs_to_nothing(tmp_path: Path, partitions: int) -> None:
+    """10 URLs in 8 partitions leave some without a row: a first run and an incremental run
+    publish what one partition publishes."""
+    inv = tmp_path / "inv.parquet"
+    urls = [f"{SITE}a/{i}" for i in range(10)]
+    pq.write_table(pa.table({"url": urls}), inv)
+    con = sql.connect(memory_limit="256MB", threads=1)
+    register_parquet(con, "inv", [str(inv)])
+    assert sql.scalar(con, f"SELECT count(DISTINCT hash(url) % {partitions}) FROM inv"
+                      ) < partitions  # some partition gets no row
+
+    def runs(out: Path, n: int, first_n: int | None = None) -> list[dict[str, Any]]:
+        first = run(RunOptions(inventory=str(inv), site_url=SITE, out=str(out), run_time=T0,
+                               diff_partitions=first_n or n))
+        pq.write_table(pa.table({"url": urls[:7] + [f"{SITE}b/{i}" for i in range(4)]}), inv)
+        second = run(RunOptions(inventory=str(inv), site_url=SITE, out=str(out), run_time=T1,
+                                diff_partitions=n))
+        pq.write_table(pa.table({"url": urls}), inv)
+        return [first, second]
+
+    whole = runs(tmp_path / "whole", 1)
+    for name, cut in (("cut", runs(tmp_path / "cut", partitions)),  # first run and next
+                      ("next", runs(tmp_path / "next", partitions, first_n=1))):  # next only
+        assert [r["counts"]["published"] for r in cut] == [10, 11]
+        assert cut[1]["counts"]["removed"] == 3 and cut[1]["counts"]["added"] == 4
+        for a, b in zip(cut, whole, strict=True):
+            assert {k: v for k, v in a["counts"].items() if k != "diff_partitions"} == {
+                k: v for k, v in b["counts"].items() if k != "diff_partitions"}
+        assert read_output(str(tmp_path / name)).locs == read_output(str(tmp_path / "whole")).locs

@@ -197,6 +197,19 @@ def test_inventory_lastmod_types(tmp_path: Path) -> None:
         "deprecated_tags": 0, "alternates_not_reciprocal": 0}
 
 
+def test_lastmods_of_a_year_or_a_month(tmp_path: Path) -> None:
+    # W3C datetimes too: the first instant of the year or month, in the pipeline's one form
+    write_inventory(tmp_path / "inv.parquet", {
+        "url": [f"{SITE}a/1", f"{SITE}a/2", f"{SITE}a/3"],
+        "lastmod": ["2026-11", "2025", "2026-02"]})
+    summary = run(RunOptions(inventory=str(tmp_path / "inv.parquet"), site_url=SITE,
+                             out=str(tmp_path / "out"), run_time=datetime(2026, 12, 2, tzinfo=UTC)))
+    assert summary["counts"]["dropped_fields"]["lastmod_invalid"] == 0
+    assert read_output(str(tmp_path / "out")).lastmods == {
+        f"{SITE}a/1": "2026-11-01T00:00:00Z", f"{SITE}a/2": "2025-01-01T00:00:00Z",
+        f"{SITE}a/3": "2026-02-01T00:00:00Z"}
+
+
 def test_timestamp_column(tmp_path: Path) -> None:
     write_inventory(tmp_path / "inv.parquet", {
         "url": [f"{SITE}a/1"], "lastmod": [datetime(2026, 1, 2, 3, 4, 5)]},

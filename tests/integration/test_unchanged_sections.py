@@ -59,7 +59,7 @@ def _inventory() -> list[Row]:
         (f"{SITE}{section}/{i:04d}", T0 - timedelta(days=i % 7) if i % 4 else None,
          "daily" if i % 5 else None)
         for section in ("a", "b", "c", "d") for i in range(250)]
-    # a repeated URL whose rows tie on lastmod: the first in the file publishes
+    # a repeated URL whose rows tie on lastmod: the one its content picks publishes
     rows += [(f"{SITE}c/tie", T0 - timedelta(days=1), "weekly"),
              (f"{SITE}c/tie", T0 - timedelta(days=1), "monthly")]
     rows += [(f"{SITE}a/0003", T0 - timedelta(days=30), "yearly"),  # an older duplicate
@@ -105,22 +105,23 @@ def test_the_sections_that_did_not_change_are_kept(
     assert len(kept["snapshot"]) == kept["counts"]["published"] == 1000 + 1 + 5
 
 
-def test_a_tie_decided_by_the_rows_order_is_a_change(
+def test_a_tie_swapped_is_the_same_section(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    """The two rows of a repeated URL that tie on lastmod swapped: the other one publishes,
-    so its section is not kept (the whole inventory changed too, in section b: the same rows
-    in another order alone are the same input, pipeline.unchanged, and nothing is done)."""
+    """The two rows of a repeated URL that tie on lastmod swapped: the same one publishes
+    (the tie goes by content, not by order, sql/dedupe_rows.sql), so its section is kept
+    (the whole inventory changed too, in section b: the same rows in another order alone
+    are the same input, pipeline.unchanged, and nothing is done)."""
     first = _inventory()
     second = list(first)
     second[1000], second[1001] = second[1001], second[1000]
     url, _, freq = second[260]
     second[260] = (url, T0 + timedelta(hours=1), freq)
     kept, done, log = _twice(tmp_path, first, second, caplog)
-    assert f"2 of 4 {KEPT}" in log  # a and d; b and c are done again
+    assert f"3 of 4 {KEPT}" in log  # a, c and d; b is done again
     assert kept == done
-    assert kept["counts"]["changed"] == 2  # b's row, and c/tie: now monthly
+    assert kept["counts"]["changed"] == 1  # b's row; c/tie publishes the same row
     tie = [r for r in kept["snapshot"] if r["url"] == f"{SITE}c/tie"]
-    assert len(tie) == 1 and tie[0]["last_changed"] == T0 + timedelta(days=1)
+    assert len(tie) == 1 and tie[0]["last_changed"] == T0
 
 
 def test_a_lastmod_after_the_last_run_is_a_change(

@@ -49,6 +49,12 @@ INVENTORY: list[tuple[Any, ...]] = [
     (P + "bytes", _, _, _, 404, _, _, _, True),
     (LONGEST, _, _, _, _, _, _, _, False),
     (TOO_LONG, _, _, _, _, _, _, _, False),
+    # W3C datetimes of a year or a month: their first instant, UTC
+    (P + "year", "2024", _, _, _, _, _, _, False),
+    (P + "month", " 2024-05 ", _, _, _, _, _, _, False),
+    (P + "month13", "2024-13", _, _, _, _, _, _, False),
+    (P + "short", "2024-5", _, _, _, _, _, _, False),
+    (P + "early", "1990", _, _, _, _, _, _, False),
 ]
 NOV1 = datetime(2026, 11, 1, 10, tzinfo=UTC)
 NOV2 = datetime(2026, 11, 2, tzinfo=UTC)
@@ -72,6 +78,11 @@ EXPECTED = [
     (14, P + "bytes", _, "invalid_utf8", "", _, False, _, False, _, False),
     (15, _, LONGEST, _, "", _, False, _, False, _, False),
     (16, TOO_LONG, _, "too_long", "", _, False, _, False, _, False),
+    (17, _, P + "year", _, "", datetime(2024, 1, 1, tzinfo=UTC), False, _, False, _, False),
+    (18, _, P + "month", _, "", datetime(2024, 5, 1, tzinfo=UTC), False, _, False, _, False),
+    (19, _, P + "month13", _, "", _, True, _, False, _, False),
+    (20, _, P + "short", _, "", _, True, _, False, _, False),
+    (21, _, P + "early", _, "", _, True, _, False, _, False),
 ]
 
 

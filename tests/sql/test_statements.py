@@ -14,7 +14,7 @@ from pipeline import load, plan, sql
 from pipeline.extensions import NAMESPACE_MARKERS
 from pipeline.limits import CHANGEFREQ_VALUES
 from pipeline.load import ISSUE_COUNTS, first_run_sections
-from pipeline.unchanged import sums_by_section
+from pipeline.unchanged import ROW_HASH_COLUMN, sums_by_section
 
 T = datetime(2026, 12, 2, 3, 0, 0, tzinfo=UTC)
 EARLIER = datetime(2026, 11, 1, tzinfo=UTC)
@@ -33,8 +33,15 @@ def register_with_url_hash(con: duckdb.DuckDBPyConnection, name: str, table: pa.
             f"FROM {name}_rows").create_view(name, replace=True)
 
 
+def _dedupe(con: duckdb.DuckDBPyConnection, table: pa.Table) -> None:
+    register_with_url_hash(con, "normalized", table)
+    con.register("repeated_url_hashes", load.repeated_url_hashes(con))
+    con.execute(sql.load_sql("dedupe_rows"))
+    con.execute(sql.load_sql("classified_rows"))
+
+
 @pytest.mark.parametrize("pass_rows", [16_000_000, 2], ids=["one-pass", "three-passes"])
-def test_dedupe_keeps_newest_lastmod_then_first_row(con: duckdb.DuckDBPyConnection,
+def test_dedupe_keeps_newest_lastmod_then_one_content(con: duckdb.DuckDBPyConnection,
                                                     monkeypatch: pytest.MonkeyPatch,
                                                     pass_rows: int) -> None:
     register_with_url_hash(con, "normalized", pa.table({
@@ -43,8 +50,9 @@ def test_dedupe_keeps_newest_lastmod_then_first_row(con: duckdb.DuckDBPyConnecti
         "reason": [None, None, None, None, "empty", None],
         "lastmod": [EARLIER, T, None, None, None, None],
         "original_url": [" u1", None, None, None, "  ", None],
-        "changefreq": ["daily", None, None, "weekly", None, None],
+        "changefreq": ["daily", None, None, None, None, None],
         "priority": [0.5, None, None, None, None, None],
+        ROW_HASH_COLUMN: pa.array([11, 12, 13, 14, 15, 16], pa.uint64()),
     }))
     monkeypatch.setattr(load, "DEDUPE_PASS_ROWS", pass_rows)
     repeated = load.repeated_url_hashes(con)
@@ -55,11 +63,30 @@ def test_dedupe_keeps_newest_lastmod_then_first_row(con: duckdb.DuckDBPyConnecti
     con.execute(sql.load_sql("dedupe_rows"))
     con.execute(sql.load_sql("classified_rows"))
     got = con.sql("SELECT row_id, reason FROM classified ORDER BY row_id").fetchall()
+    # u2: one content in both rows (their raw rows' hashes apart): the first is kept
     assert got == [(1, "duplicate"), (2, None), (3, None), (4, "duplicate"), (5, "empty"),
                    (6, None)]
     # each duplicate with its own fields, as its reject gives them (rejected_rows)
     assert con.sql("SELECT * FROM duplicate_rows ORDER BY row_id").fetchall() == [
-        (1, "u1", EARLIER, " u1", "daily", 0.5), (4, "u2", None, None, "weekly", None)]
+        (1, "u1", EARLIER, " u1", "daily", 0.5), (4, "u2", None, None, None, None)]
+
+
+def test_dedupe_ties_go_by_content_not_by_order(con: duckdb.DuckDBPyConnection) -> None:
+    """Rows of one URL and one lastmod that differ: the same one is kept in any order of
+    the rows (the input's identity does not see the order, pipeline.unchanged)."""
+    rows = [("u", T, "daily", 0.1, "a"), ("u", T, "weekly", 0.9, "b"), ("u", EARLIER, None, 0.5, "c"),
+            ("v", None, None, 0.2, "d"), ("v", None, None, 0.3, "e"), ("w", T, None, 1.0, "f")]
+    kept = []
+    for order in (rows, rows[::-1], rows[1:] + rows[:1]):
+        _dedupe(con, pa.table({
+            "row_id": list(range(len(order))), "url": [r[0] for r in order],
+            "reason": [None] * len(order), "lastmod": [r[1] for r in order],
+            "original_url": [None] * len(order), "changefreq": [r[2] for r in order],
+            "priority": [r[3] for r in order], "content_hash": [r[4] for r in order]}))
+        kept.append(con.sql("SELECT url, content_hash FROM classified WHERE reason IS NULL "
+                            "ORDER BY url").fetchall())
+    assert kept[0] == kept[1] == kept[2]
+    assert [u for u, _ in kept[0]] == ["u", "v", "w"] and kept[0][0][1] in ("a", "b")
 
 
 def test_repeated_url_hashes_in_both_halves_of_the_hash_range(

@@ -6,6 +6,9 @@ errors stay what they are."""
 from __future__ import annotations
 
 import errno
+import os
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -13,7 +16,7 @@ import duckdb
 import pytest
 
 from pipeline.errors import OutOfSpace, out_of_space
-from pipeline.storage.local import naming_full_disk
+from pipeline.storage.local import LocalStorage, naming_full_disk
 
 
 def _raised(fn: Callable[[], object]) -> BaseException:
@@ -77,3 +80,56 @@ def test_other_errors_are_left_as_they_are(tmp_path: Path) -> None:
     with pytest.raises(ValueError):
         with naming_full_disk(tmp_path / "x"):
             raise others[-1]
+
+
+def test_a_copy_to_a_full_disk_names_the_copy_not_its_source(tmp_path: Path) -> None:
+    # a state file copied from the work folder (LocalStorage.upload_file) onto a disk that
+    # fills: the full disk is the copy's, not the work folder's
+    source = tmp_path / "work" / "snapshot.parquet"
+    source.parent.mkdir()
+    source.write_bytes(b"x" * 2**20)
+    target = tmp_path / "state" / "generations" / "g" / "snapshot.parquet"
+    target.parent.mkdir(parents=True)
+    target.symlink_to("/dev/full")  # the state's disk, full
+    store = LocalStorage(str(tmp_path / "state"))
+    exc = _raised(lambda: store.upload_file(source, "generations/g/snapshot.parquet"))
+    full = out_of_space(exc)
+    assert full is not None, exc
+    assert str(full).startswith(f"no space left on the disk of {target} ("), full
+    assert str(source) not in str(full)
+    # shutil's own error names both files, the source first: the destination is the full one
+    both = OSError(errno.ENOSPC, "No space left on device", str(source), None, str(target))
+    assert str(out_of_space(both)).startswith(f"no space left on the disk of {target} (")
+
+
+def test_a_file_past_the_file_size_limit_is_a_terminal_error_naming_it(tmp_path: Path) -> None:
+    # EFBIG (`ulimit -f`; a disk whose files are at most 4 GiB): from Python and from DuckDB
+    limit = 64 * 1024
+    script = (
+        "import duckdb, errno, resource, sys\n"
+        "from pathlib import Path\n"
+        "from pipeline.errors import out_of_space\n"
+        "from pipeline.storage.local import atomic_write\n"
+        f"resource.setrlimit(resource.RLIMIT_FSIZE, ({limit}, {limit}))\n"
+        "def local() -> None:\n"
+        "    with atomic_write(Path(sys.argv[1])) as f:\n"
+        "        f.write(b'x' * 2**20)\n"
+        "for write in (local,\n"
+        "              lambda: duckdb.connect().execute(\n"
+        "                  \"COPY (SELECT md5(range::VARCHAR) AS s FROM range(100000)) \"\n"
+        "                  f\"TO '{sys.argv[2]}' (FORMAT parquet)\")):\n"
+        "    try:\n"
+        "        write()\n"
+        "    except Exception as exc:\n"
+        "        full = out_of_space(exc)\n"
+        "        print(type(full).__name__, full and full.exit_code, full, sep='|')\n")
+    proc = subprocess.run([sys.executable, "-c", script, str(tmp_path / "big.bin"),
+                           str(tmp_path / "big.parquet")], capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    lines = proc.stdout.splitlines()
+    assert proc.returncode == 0 and len(lines) == 2, proc.stdout + proc.stderr
+    for line, name in zip(lines, ("big.bin", "big.parquet"), strict=True):
+        kind, code, message = line.split("|")
+        assert (kind, code) == ("FileTooLarge", "2"), line
+        assert message.startswith(f"the file {tmp_path / name} grew past the largest file"), line
+        assert "ulimit -f: 65,536 bytes" in message, line

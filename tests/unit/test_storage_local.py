@@ -115,6 +115,24 @@ def test_the_files_a_path_a_glob_or_a_folder_names(tmp_path: Path) -> None:
     assert storage.find_files(str(inv / "none"), ".parquet") == []
 
 
+def test_a_folder_or_a_glob_leaves_out_what_spark_and_hive_hide(tmp_path: Path) -> None:
+    names = ("inv/day=1/a.parquet", "inv/_key=2/b.parquet", "inv/_temporary/0/c.parquet",
+             "inv/day=1/.c.parquet", "inv/.staging/d.parquet", "inv/day=1/_e.parquet")
+    for name in names:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_bytes(b"x")
+    inv = tmp_path / "inv"
+    kept = [str(inv / "_key=2" / "b.parquet"), str(inv / "day=1" / "a.parquet")]
+    assert storage.find_files(str(inv), ".parquet") == kept
+    assert storage.find_files(f"{inv}/", ".parquet") == kept
+    assert storage.find_files(f"{inv}/**/*.parquet", ".parquet") == kept
+    # below the folder named: the root itself may be named so, and a file named is read
+    assert storage.find_files(str(inv / "_temporary"), ".parquet") == [
+        str(inv / "_temporary" / "0" / "c.parquet")]
+    assert storage.find_files(str(inv / "day=1" / "_e.parquet"), ".parquet") == [
+        str(inv / "day=1" / "_e.parquet")]
+
+
 def test_local_files_are_read_as_they_are_and_written_in_place(tmp_path: Path) -> None:
     # no Arrow filesystem: DuckDB and pyarrow read local paths themselves
     assert storage.arrow_files([str(tmp_path / "a.parquet")]) == (None, [str(tmp_path / "a.parquet")])
