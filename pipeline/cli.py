@@ -12,6 +12,7 @@ import json
 import logging
 import sys
 from collections.abc import Sequence
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -56,11 +57,23 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the run summary as JSON")
 
 
+def version() -> str:
+    """The installed distribution's version (pyproject.toml's); pipeline.__version__ when
+    the package runs from a checkout that was never installed."""
+    try:
+        return metadata.version("sitemap-pipeline")
+    except metadata.PackageNotFoundError:
+        from pipeline import __version__
+
+        return __version__
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="sitemaps", description=__doc__.split("\n\n")[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=f"{RUN_EXAMPLE}'sitemaps COMMAND --help' tells more.\n\n{EXIT_CODES}")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
     parser.add_argument("-q", "--quiet", action="store_true",
                         help="warnings and errors only, no progress lines")
     parser.add_argument("-v", "--verbose", action="store_true",

@@ -44,15 +44,18 @@ from pipeline import sql, storage
 from pipeline.diffed import (
     BUCKET,
     DIFFED_BUCKETS,
-    DIFFED_COLUMNS,
     FIRST_RUN_OMITTED,
     DiffedView,
+    ValidRows,
     bucketed,
+    diff_rows,
+    first_run_rows,
     plain_omitted,
     register_diffed,
+    register_valid,
 )
 from pipeline.errors import ConfigError
-from pipeline.extensions import NEWS_MAX_AGE_DAYS, NEWS_SECTION
+from pipeline.extensions import NEWS_SECTION
 from pipeline.layout import (
     CHANGES_FOLDER,
     DIFF_PARTITION_COLUMN,
@@ -61,7 +64,6 @@ from pipeline.layout import (
     part_key,
 )
 from pipeline.limits import CHANGEFREQ_ENUM
-from pipeline.load import ValidRows, register_valid
 from pipeline.parquet import register_parquet, write_parquet, write_partitioned
 from pipeline.settings import environment
 from pipeline.snapshot import register_snapshot
@@ -221,9 +223,7 @@ def diff_relation(con: duckdb.DuckDBPyConnection, valid: ValidRows, snapshot_uri
     """The diffed rows of one partition (sql/diff_rows.sql) as a relation, not yet run."""
     register_partition(con, valid, snapshot_uri, partition, partitions, previous_files,
                        unchanged_sections)
-    return con.sql(sql.load_sql("diff_rows"), params={
-        "run_time": run_time, "news_section": NEWS_SECTION,
-        "news_max_age_days": NEWS_MAX_AGE_DAYS, "with_news": with_news})
+    return diff_rows(con, run_time, with_news)
 
 
 def diff(valid: ValidRows, snapshot_uri: str | None, run_time: datetime, work_uri: str, *,
@@ -351,17 +351,6 @@ def first_run_stats(section_stats: Sequence[Sequence[Any]] | None, run_time: dat
            for *_, newest in section_stats):
         return None
     return [(section, urls, lo, hi, 0, 0) for section, urls, lo, hi, _ in section_stats]
-
-
-def first_run_rows(con: duckdb.DuckDBPyConnection, view: DiffedView, files: Sequence[str]
-                   ) -> duckdb.DuckDBPyRelation:
-    """A first run's diffed rows in `files` (some or all of load's, DiffedView): the diff's
-    query against no snapshot, with DIFFED_COLUMNS, those that hold one value here as that
-    value."""
-    valid = ValidRows.from_json({**view.valid, "normalized_uris": list(files)})
-    rel = diff_relation(con, valid, None, datetime.fromisoformat(view.run_time), view.with_news)
-    return rel.project(", ".join(f"{FIRST_RUN_OMITTED[c]} AS {c}" if c in FIRST_RUN_OMITTED
-                                 else c for c in DIFFED_COLUMNS))
 
 
 def combine(results: Sequence[DiffResult]) -> DiffResult:

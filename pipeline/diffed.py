@@ -11,20 +11,27 @@ every row and none of them need to be split by slice first.
 
 A first run in one diff partition writes no diffed rows at all (`DiffedView`): load wrote
 its rows in buckets of their sections' path segments, and each reader runs the diff's
-query (pipeline.diff.first_run_rows) over the buckets it needs. Against a live snapshot
+query (`first_run_rows`) over the buckets it needs. Against a live snapshot
 every row is joined, so an incremental run writes them once, for plan and the snapshot.
+
+It also holds what the diff's query reads of load (`ValidRows`, `register_valid`), so that
+a reader runs that query over a first run's rows without importing the load or diff stage.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import duckdb
 
+from pipeline import sql
 from pipeline.errors import InternalError
-from pipeline.extensions import NO_EXTENSION_XML, NO_NEWS
+from pipeline.extensions import NEWS_MAX_AGE_DAYS, NEWS_SECTION, NO_EXTENSION_XML, NO_NEWS
+from pipeline.layout import DIFF_PARTITION_COLUMN
 from pipeline.parquet import register_parquet
 
 #: The columns of sql/diff_rows.sql, in its order: the diffed rows as every reader sees them.
@@ -117,8 +124,6 @@ def register_diffed(con: duckdb.DuckDBPyConnection, name: str, uris: Sequence[st
     back. The parts say which they are: a first run's have no `status`. With `view`, `uris`
     are load's files of a first run's rows (some or all): the diff's query over them."""
     if view is not None:
-        from pipeline.diff import first_run_rows  # the diff's query: diff imports this module
-
         first_run_rows(con, view, uris).create_view(name, replace=True)
         return
     register_parquet(con, f"{name}_parts", list(uris))
@@ -133,3 +138,104 @@ def register_diffed(con: duckdb.DuckDBPyConnection, name: str, uris: Sequence[st
     con.sql("SELECT " + ", ".join(c if c in columns else f"{fills[c]} AS {c}"
                                   for c in DIFFED_COLUMNS)
             + f" FROM {name}_parts").create_view(name, replace=True)
+
+
+#: A column expression that is one literal for every row: `NULL::TYPE`, false, 0 or ''.
+CONSTANT_COLUMN = re.compile(r"(NULL::[A-Z]+|false|0|'') AS (\w+)")
+
+
+#: The snapshot's view with no rows (a first run's previous_rows; pipeline.snapshot).
+EMPTY_SNAPSHOT = (
+    "SELECT NULL::VARCHAR AS url, NULL::VARCHAR AS section, NULL::INTEGER AS shard, "
+    "NULL::UBIGINT AS fingerprint, NULL::TIMESTAMPTZ AS lastmod, "
+    "NULL::TIMESTAMPTZ AS first_seen, NULL::TIMESTAMPTZ AS last_changed, "
+    "NULL::VARCHAR AS legacy_fingerprint WHERE false"
+)
+
+
+@dataclass(frozen=True)
+class ValidRows:
+    """Where the valid rows are and how their sections are cut: `register_valid` reads it."""
+
+    #: The normalised rows' files: one, or those of each diff partition (`split`).
+    normalized_uris: tuple[str, ...]
+    duplicates_uri: str
+    site_prefix: str
+    section_depth: int = 1
+    #: The normalised columns that are one constant for this inventory (e.g. the drop counts
+    #: of an extension it does not have), as `<literal> AS <name>`: not written, put back by
+    #: `register_normalized`.
+    constant_columns: tuple[str, ...] = ()
+    #: The diff partitions the files are cut by (DIFF_PARTITION_COLUMN: url_hash % split);
+    #: 1: not cut.
+    split: int = 1
+
+    def normalized_files(self, partition: int, partitions: int) -> list[str]:
+        """The files that hold the valid rows of diff partition `partition` of `partitions`:
+        its own when the rows were cut by as many partitions, else all of them. A partition
+        that got no row (a few URLs in many partitions) has no file: then one file of
+        another, for its columns, of which the diff's filter (current_partition) keeps no
+        row."""
+        if self.split != partitions or self.split == 1:
+            return list(self.normalized_uris)
+        own = f"/{DIFF_PARTITION_COLUMN}={partition}/"
+        return [u for u in self.normalized_uris if own in u] or list(self.normalized_uris[:1])
+
+    @classmethod
+    def from_json(cls, valid: dict[str, Any]) -> ValidRows:
+        """From load.json's `valid` (lists for tuples); one of a run begun before the rows
+        could be cut names its one file `normalized_uri`."""
+        fields = dict(valid)
+        if "normalized_uri" in fields:
+            fields["normalized_uris"] = [fields.pop("normalized_uri")]
+        return cls(**{**fields, "normalized_uris": tuple(fields["normalized_uris"]),
+                      "constant_columns": tuple(fields.get("constant_columns", ()))})
+
+
+def register_normalized(con: duckdb.DuckDBPyConnection, uris: str | Sequence[str],
+                        constants: tuple[str, ...] = ()) -> None:
+    """The view `normalized`: what load wrote (one file, or some or all of the files of its
+    diff partitions), with its constant columns put back. They are read from load.json by
+    later steps: anything but a literal is refused, never run."""
+    odd = [c for c in constants if not CONSTANT_COLUMN.fullmatch(c)]
+    if odd:
+        raise InternalError(f"load's constant columns hold {odd[0]!r}, not a literal")
+    register_parquet(con, "normalized_file", [uris] if isinstance(uris, str) else list(uris))
+    rel = con.sql("SELECT * FROM normalized_file")
+    cut_by = [c for c in (DIFF_PARTITION_COLUMN, BUCKET) if c in rel.columns]  # Hive folders
+    hive = f" EXCLUDE ({', '.join(cut_by)})" if cut_by else ""
+    con.sql(f"SELECT *{hive}" + "".join(f", {c}" for c in constants) + " FROM normalized_file"
+            ).create_view("normalized", replace=True)
+
+
+def register_valid(con: duckdb.DuckDBPyConnection, name: str, valid: ValidRows,
+                   files: Sequence[str] | None = None) -> None:
+    """The view `name`: the rows to publish, with their section (sql/valid_rows.sql), from
+    what load wrote (`files`: some of its files, ValidRows.normalized_files; default all)."""
+    register_normalized(con, valid.normalized_uris if files is None else files,
+                        valid.constant_columns)
+    register_parquet(con, "duplicate_rows", [valid.duplicates_uri])
+    con.execute(sql.load_sql("classified_rows"))
+    con.execute(sql.load_sql("section_slugs"))
+    con.sql(sql.load_sql("valid_rows")).create_view(name, replace=True)
+
+
+def diff_rows(con: duckdb.DuckDBPyConnection, run_time: datetime, with_news: bool
+              ) -> duckdb.DuckDBPyRelation:
+    """sql/diff_rows.sql over the views `current_rows` and `previous_rows`, not yet run."""
+    return con.sql(sql.load_sql("diff_rows"), params={
+        "run_time": run_time, "news_section": NEWS_SECTION,
+        "news_max_age_days": NEWS_MAX_AGE_DAYS, "with_news": with_news})
+
+
+def first_run_rows(con: duckdb.DuckDBPyConnection, view: DiffedView, files: Sequence[str]
+                   ) -> duckdb.DuckDBPyRelation:
+    """A first run's diffed rows in `files` (some or all of load's, DiffedView): the diff's
+    query against no snapshot, with DIFFED_COLUMNS, those that hold one value here as that
+    value."""
+    valid = ValidRows.from_json({**view.valid, "normalized_uris": list(files)})
+    register_valid(con, "current_rows", valid)
+    con.sql(EMPTY_SNAPSHOT).create_view("previous_rows", replace=True)
+    rel = diff_rows(con, datetime.fromisoformat(view.run_time), view.with_news)
+    return rel.project(", ".join(f"{FIRST_RUN_OMITTED[c]} AS {c}" if c in FIRST_RUN_OMITTED
+                                 else c for c in DIFFED_COLUMNS))

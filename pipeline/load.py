@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -33,8 +32,14 @@ import numpy as np
 import pyarrow as pa
 
 from pipeline import sql, storage
-from pipeline.diffed import BUCKET, DIFFED_BUCKETS
-from pipeline.errors import InternalError, InventoryError, out_of_space
+from pipeline.diffed import (
+    BUCKET,
+    CONSTANT_COLUMN,
+    DIFFED_BUCKETS,
+    ValidRows,
+    register_normalized,
+)
+from pipeline.errors import InventoryError, out_of_space
 from pipeline.extensions import extension_columns
 from pipeline.layout import (
     DIFF_PARTITION_COLUMN,
@@ -61,45 +66,6 @@ _TIMESTAMPS = ("TIMESTAMP", "TIMESTAMP_S", "TIMESTAMP_MS", "TIMESTAMP_NS", "DATE
 _INTEGERS = ("INTEGER", "BIGINT", "SMALLINT", "TINYINT", "HUGEINT", "UTINYINT", "USMALLINT",
              "UINTEGER", "UBIGINT")
 _NUMBERS = ("DOUBLE", "FLOAT", "DECIMAL", *_INTEGERS)
-
-
-@dataclass(frozen=True)
-class ValidRows:
-    """Where the valid rows are and how their sections are cut: `register_valid` reads it."""
-
-    #: The normalised rows' files: one, or those of each diff partition (`split`).
-    normalized_uris: tuple[str, ...]
-    duplicates_uri: str
-    site_prefix: str
-    section_depth: int = 1
-    #: The normalised columns that are one constant for this inventory (e.g. the drop counts
-    #: of an extension it does not have), as `<literal> AS <name>`: not written, put back by
-    #: `register_normalized`.
-    constant_columns: tuple[str, ...] = ()
-    #: The diff partitions the files are cut by (DIFF_PARTITION_COLUMN: url_hash % split);
-    #: 1: not cut.
-    split: int = 1
-
-    def normalized_files(self, partition: int, partitions: int) -> list[str]:
-        """The files that hold the valid rows of diff partition `partition` of `partitions`:
-        its own when the rows were cut by as many partitions, else all of them. A partition
-        that got no row (a few URLs in many partitions) has no file: then one file of
-        another, for its columns, of which the diff's filter (current_partition) keeps no
-        row."""
-        if self.split != partitions or self.split == 1:
-            return list(self.normalized_uris)
-        own = f"/{DIFF_PARTITION_COLUMN}={partition}/"
-        return [u for u in self.normalized_uris if own in u] or list(self.normalized_uris[:1])
-
-    @classmethod
-    def from_json(cls, valid: dict[str, Any]) -> ValidRows:
-        """From load.json's `valid` (lists for tuples); one of a run begun before the rows
-        could be cut names its one file `normalized_uri`."""
-        fields = dict(valid)
-        if "normalized_uri" in fields:
-            fields["normalized_uris"] = [fields.pop("normalized_uri")]
-        return cls(**{**fields, "normalized_uris": tuple(fields["normalized_uris"]),
-                      "constant_columns": tuple(fields.get("constant_columns", ()))})
 
 
 @dataclass
@@ -170,10 +136,6 @@ def _believable(ts: str) -> str:
     return f"(isfinite({ts}) AND {ts} >= TIMESTAMPTZ '{EARLIEST_LASTMOD}')"
 
 
-#: A column expression that is one literal for every row: `NULL::TYPE`, false, 0 or ''.
-_CONSTANT = re.compile(r"(NULL::[A-Z]+|false|0|'') AS (\w+)")
-
-
 def constant_columns(typed: list[str], normalized: list[str]) -> tuple[str, ...]:
     """The columns of `normalized` (normalize_inventory's) that come as they are from an
     expression of `typed` that is a literal: the same value in every row, which need not be
@@ -181,23 +143,7 @@ def constant_columns(typed: list[str], normalized: list[str]) -> tuple[str, ...]
     fifth of the normalized file's write)."""
     names = set(normalized)
     return tuple(expr for expr in typed
-                 if (m := _CONSTANT.fullmatch(expr)) is not None and m.group(2) in names)
-
-
-def register_normalized(con: duckdb.DuckDBPyConnection, uris: str | Sequence[str],
-                        constants: tuple[str, ...] = ()) -> None:
-    """The view `normalized`: what load wrote (one file, or some or all of the files of its
-    diff partitions), with its constant columns put back. They are read from load.json by
-    later steps: anything but a literal is refused, never run."""
-    odd = [c for c in constants if not _CONSTANT.fullmatch(c)]
-    if odd:
-        raise InternalError(f"load's constant columns hold {odd[0]!r}, not a literal")
-    register_parquet(con, "normalized_file", [uris] if isinstance(uris, str) else list(uris))
-    rel = con.sql("SELECT * FROM normalized_file")
-    cut_by = [c for c in (DIFF_PARTITION_COLUMN, BUCKET) if c in rel.columns]  # Hive folders
-    hive = f" EXCLUDE ({', '.join(cut_by)})" if cut_by else ""
-    con.sql(f"SELECT *{hive}" + "".join(f", {c}" for c in constants) + " FROM normalized_file"
-            ).create_view("normalized", replace=True)
+                 if (m := CONSTANT_COLUMN.fullmatch(expr)) is not None and m.group(2) in names)
 
 
 def _typed_columns(types: dict[str, str], duck_types: dict[str, Any],
@@ -558,18 +504,6 @@ def _flag_invalid_utf8(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBat
                 column = pa.array(fixed, column.type)
         columns.append(column)
     return pa.RecordBatch.from_arrays([*columns, pa.array(bad)], schema=schema)
-
-
-def register_valid(con: duckdb.DuckDBPyConnection, name: str, valid: ValidRows,
-                   files: Sequence[str] | None = None) -> None:
-    """The view `name`: the rows to publish, with their section (sql/valid_rows.sql), from
-    what load wrote (`files`: some of its files, ValidRows.normalized_files; default all)."""
-    register_normalized(con, valid.normalized_uris if files is None else files,
-                        valid.constant_columns)
-    register_parquet(con, "duplicate_rows", [valid.duplicates_uri])
-    con.execute(sql.load_sql("classified_rows"))
-    con.execute(sql.load_sql("section_slugs"))
-    con.sql(sql.load_sql("valid_rows")).create_view(name, replace=True)
 
 
 def _check_url_batch(urls: Any, prefixes: Any) -> Any:

@@ -23,9 +23,9 @@ import pyarrow.parquet as pq
 from pipeline import sql, storage
 from pipeline.errors import InternalError
 from pipeline.parquet import open_parquet
-from pipeline.plan import Shard
 from pipeline.progress import QUIET, Progress
 from pipeline.settings import environment
+from pipeline.shards import Shard
 
 log = logging.getLogger(__name__)
 

@@ -21,7 +21,7 @@ import contextlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import duckdb
 import numpy as np
@@ -29,7 +29,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline import integrity, sql, storage
-from pipeline.diffed import DiffedView, register_diffed
+from pipeline.diffed import EMPTY_SNAPSHOT, DiffedView, register_diffed
+from pipeline.extensions import NAMESPACE_MARKERS
 from pipeline.layout import (
     CHANGES_KEY,
     DIFF_PARTITION_COLUMN,
@@ -38,20 +39,11 @@ from pipeline.layout import (
     generation_key,
 )
 from pipeline.parquet import open_parquet, read_table, register_parquet, write_parquet
-
-if TYPE_CHECKING:  # plan reads the snapshot (register_snapshot): no import cycle at run time
-    from pipeline.plan import Shard
+from pipeline.shards import Shard
 
 #: The snapshot's columns: what the next run needs of this one.
 SNAPSHOT_COLUMNS = ("url", "section", "shard", "fingerprint", "lastmod", "first_seen",
                     "last_changed")
-_EMPTY_SNAPSHOT = (
-    "SELECT NULL::VARCHAR AS url, NULL::VARCHAR AS section, NULL::INTEGER AS shard, "
-    "NULL::UBIGINT AS fingerprint, NULL::TIMESTAMPTZ AS lastmod, "
-    "NULL::TIMESTAMPTZ AS first_seen, NULL::TIMESTAMPTZ AS last_changed, "
-    "NULL::VARCHAR AS legacy_fingerprint WHERE false"
-)
-
 #: The snapshot's columns and types.
 SNAPSHOT_SCHEMA = pa.schema([
     ("url", pa.string()), ("section", pa.string()), ("shard", pa.int32()),
@@ -96,7 +88,7 @@ def register_snapshot(con: duckdb.DuckDBPyConnection,
     version holds md5 hex strings instead, which the view gives as `legacy_fingerprint`
     (diff_rows)."""
     if not snapshot_uri:
-        con.sql(_EMPTY_SNAPSHOT).create_view(name, replace=True)
+        con.sql(EMPTY_SNAPSHOT).create_view(name, replace=True)
         return
     register_parquet(con, f"{name}_file",
                      [snapshot_uri] if isinstance(snapshot_uri, str) else list(snapshot_uri))
@@ -111,6 +103,13 @@ def register_snapshot(con: duckdb.DuckDBPyConnection,
     star = f"* EXCLUDE ({', '.join(left_out)})" if left_out else "*"
     rel = con.sql(f"SELECT {star}, {added} FROM {name}_file")
     rel.create_view(name, replace=True)
+
+
+def register_assigned(con: duckdb.DuckDBPyConnection, output_format: str) -> None:
+    """The view `assigned` (sql/assigned_rows.sql) over the views `diffed` and `shard_bounds`."""
+    con.sql(sql.load_sql("assigned_rows"), params={
+        "format": output_format, "ns_markers": NAMESPACE_MARKERS}).create_view(
+        "assigned", replace=True)
 
 
 def write_snapshot(store: storage.Storage, key: str, *, planned_uris: Sequence[str],
@@ -131,8 +130,6 @@ def write_snapshot(store: storage.Storage, key: str, *, planned_uris: Sequence[s
     pyarrow's writer uses, and faster to read for each of the next run's scans of it (the
     check, the partition counts, the diff), for a file a quarter larger. Its footer holds
     the shards' bounds (SHARD_BOUNDS_KEY)."""
-    from pipeline.plan import register_assigned
-
     rows = 0
     bounds: list[list[Any]] = []
     # Dictionary encoding only for the section: the other columns are nearly unique, and

@@ -349,7 +349,7 @@ DIFF_RESULTS = Parts(
 def diff_partition_step(ctx: RunContext, partition: int) -> DiffCounts:
     """Diffs one hash partition; writes its parts and `diff-NNNNN.json` (counts and URIs)."""
     from pipeline.diff import diff
-    from pipeline.load import ValidRows
+    from pipeline.diffed import ValidRows
 
     loaded = _read(ctx, "load.json")
     partitions = int(loaded["diff_partitions"])

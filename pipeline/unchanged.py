@@ -48,7 +48,7 @@ import duckdb
 from pipeline import sql, storage
 from pipeline.layout import INPUT_IDENTITY_KEY
 from pipeline.manifest import Manifest
-from pipeline.plan.model import Shard
+from pipeline.shards import Shard
 from pipeline.sitemap_xml import FORMAT_VERSION
 
 log = logging.getLogger(__name__)

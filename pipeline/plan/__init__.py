@@ -28,7 +28,6 @@ from pipeline.errors import ConfigError
 from pipeline.layout import SLICES_KEY
 from pipeline.plan.model import (
     PlanResult,
-    Shard,
     SliceResult,
     load_shards,
     section_limits,
@@ -51,9 +50,10 @@ from pipeline.plan.slices import (
     combine,
     prepare,
     provisional_base,
-    register_assigned,
 )
 from pipeline.settings import FORMATS
+from pipeline.shards import Shard
+from pipeline.snapshot import register_assigned
 
 __all__ = [
     "FORMATS", "MERGE_BELOW", "PROVISIONAL_SHIFT", "SAMPLES_PER_SLICE", "SLICES_KEY",

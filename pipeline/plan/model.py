@@ -4,7 +4,7 @@ A shard's key is made from its content alone (URL count, body bytes, XOR of its 
 hashes, bound to the file format around it), so the same content always gives the same
 key and a shard whose key is already live is reused. Rows carry no shard number: a
 shard's rows are a run of consecutive rows of its planned part (`Shard.part`,
-`row_start`, `urls`), so the snapshot (pipeline.snapshot) gives them the final number
+`row_start`, `urls`; pipeline.shards), so the snapshot (pipeline.snapshot) gives them the final number
 directly.
 """
 
@@ -13,67 +13,16 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 
 from pipeline import storage
 from pipeline.config import Limits
 from pipeline.extensions import NAMESPACE_BITS, NEWS_SECTION
-from pipeline.layout import SHARDS_FOLDER
 from pipeline.limits import MAX_URLS_PER_NEWS_SITEMAP
-from pipeline.sitemap_xml import FORMAT_VERSION, URLSET_FOOTER, urlset_header
+from pipeline.shards import Shard
+from pipeline.sitemap_xml import FORMAT_VERSION, urlset_header
 from pipeline.w3c import format_w3c
-
-
-@dataclass
-class Shard:
-    """One planned sitemap file."""
-
-    section: str
-    shard: int
-    urls: int
-    body_bytes: int
-    lastmod: str | None
-    digest: str
-    changed_rows: int
-    namespaces: list[str] = field(default_factory=list)
-    #: "xml" (a <urlset>) or "txt" (one URL a line, the protocol's text format).
-    format: str = "xml"
-    #: Which planned part file (PlanResult.planned_uris[part]) holds its rows; None for
-    #: a shard kept as it is published (its rows are in no part, render skips it).
-    part: int | None = 0
-    #: Its first row in that part: its rows are the `urls` rows from there on.
-    row_start: int | None = None
-    #: The number the slice gave it (a provisional number for a new shard of a section's
-    #: later slice, see provisional_base; None or equal to `shard` when they are the same).
-    planned_shard: int | None = None
-
-    @property
-    def header(self) -> str:
-        return urlset_header(self.namespaces) if self.format == "xml" else ""
-
-    @property
-    def footer(self) -> str:
-        return URLSET_FOOTER if self.format == "xml" else ""
-
-    @property
-    def bytes(self) -> int:
-        """Uncompressed size of the file."""
-        return len(self.header) + self.body_bytes + len(self.footer)
-
-    @property
-    def key(self) -> str:
-        """Its key below the output root: section, number and a content digest."""
-        return f"{SHARDS_FOLDER}/{self.section}-{self.shard:05d}-{self.digest}.{self.format}.gz"
-
-    @property
-    def uid(self) -> str:
-        return f"{self.section}/{self.shard}"
-
-    @property
-    def reused(self) -> bool:
-        """Kept as it is published: its rows are in no planned part."""
-        return self.part is None
 
 
 @dataclass

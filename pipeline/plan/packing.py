@@ -36,16 +36,17 @@ from pipeline.errors import ConfigError
 from pipeline.extensions import NAMESPACE_MARKERS
 from pipeline.layout import PLANNED_FOLDER, part_key
 from pipeline.parquet import read_table, register_parquet, write_parquet
-from pipeline.plan.model import Shard, SliceResult, _shard, section_limits
+from pipeline.plan.model import SliceResult, _shard, section_limits
 from pipeline.plan.slices import (
     SLICE_RESULTS,
     Slice,
     provisional_base,
     read_prepared,
-    register_assigned,
     slices_of,
 )
 from pipeline.settings import FORMATS
+from pipeline.shards import Shard
+from pipeline.snapshot import register_assigned
 
 log = logging.getLogger(__name__)
 

@@ -40,13 +40,13 @@ import pyarrow as pa
 
 from pipeline import sql, storage
 from pipeline.diffed import DiffedView, bucketed, register_diffed
-from pipeline.extensions import NAMESPACE_MARKERS
 from pipeline.layout import BOUNDS_KEY, SHARDS_KEY, SLICE_INPUT_FOLDER, SLICES_KEY
 from pipeline.parquet import write_parquet, write_partitioned
 from pipeline.parts import Parts
-from pipeline.plan.model import PlanResult, Shard
+from pipeline.plan.model import PlanResult
 from pipeline.settings import Environment, environment
-from pipeline.snapshot import register_snapshot, shard_bounds
+from pipeline.shards import Shard
+from pipeline.snapshot import register_assigned, register_snapshot, shard_bounds
 
 log = logging.getLogger(__name__)
 
@@ -315,13 +315,6 @@ def _split_by_slice(con: duckdb.DuckDBPyConnection, work: storage.Storage,
     con.unregister("slice_ranges")
     log.info("plan: the diffed rows split by slice (%d slices)", len(slices))
     return files
-
-
-def register_assigned(con: duckdb.DuckDBPyConnection, output_format: str) -> None:
-    """The view `assigned` (sql/assigned_rows.sql) over the views `diffed` and `shard_bounds`."""
-    con.sql(sql.load_sql("assigned_rows"), params={
-        "format": output_format, "ns_markers": NAMESPACE_MARKERS}).create_view(
-        "assigned", replace=True)
 
 
 def read_prepared(work: storage.Storage) -> dict[str, Any]:
