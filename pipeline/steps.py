@@ -15,7 +15,6 @@ import logging
 import time
 from dataclasses import asdict
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 from pipeline import storage
@@ -50,7 +49,6 @@ from pipeline.publish import (
 from pipeline.render import RenderedFile
 from pipeline.settings import RunOptions, environment
 from pipeline.snapshot import StoredState, save_state
-from pipeline.storage import LocalStorage
 from pipeline.urls import Site
 
 log = logging.getLogger(__name__)
@@ -69,14 +67,7 @@ def run_work_folder(root: str, run_id: str) -> str:
 
 def check_below(root: str, work: str) -> None:
     """InternalError unless `work` lies strictly below `root` (local paths resolved)."""
-    if storage.backend_for(root) is LocalStorage:
-        below = Path(root.removeprefix("file://")).resolve()
-        inside = Path(work.removeprefix("file://")).resolve()
-        ok = below in inside.parents
-    else:
-        rest = work.removeprefix(root.rstrip("/") + "/")
-        ok = rest != work and all(p not in ("", ".", "..") for p in rest.rstrip("/").split("/"))
-    if not ok:
+    if not storage.is_strictly_below(root, work):
         raise InternalError(f"the work folder {work} is not below the work root {root}: "
                             "nothing was deleted")
 

@@ -14,6 +14,7 @@ through the same backend.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from pipeline.errors import ConfigError, StorageError
@@ -64,6 +65,17 @@ def backend_for(uri: str) -> type[Storage]:
         raise StorageError(f"unsupported storage URI {uri!r}: use a local folder or "
                            "s3://bucket/prefix")
     return BACKENDS[scheme]
+
+
+def is_strictly_below(root: str, uri: str) -> bool:
+    """Whether `uri` names a folder strictly below `root`: local paths resolved (links and
+    `..` followed), other URIs by their key's segments (none empty, `.` or `..`)."""
+    if backend_for(root) is LocalStorage:
+        below = Path(root.removeprefix("file://")).resolve()
+        inside = Path(uri.removeprefix("file://")).resolve()
+        return below in inside.parents
+    rest = uri.removeprefix(root.rstrip("/") + "/")
+    return rest != uri and all(p not in ("", ".", "..") for p in rest.rstrip("/").split("/"))
 
 
 def open_storage(uri: str, client: Any | None = None) -> Storage:
