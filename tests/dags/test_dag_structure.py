@@ -239,7 +239,7 @@ def test_every_terminal_error_fails_every_task_without_retries(
         **{name: "fails, no retry" for name in (
             "TerminalError", "InventoryError", "ConfigError", "StorageError",
             "PublishConflict", "ShrinkRefused", "TooManyRejects", "LiveStateCorrupt",
-            "InternalError", "OutOfSpace")},
+            "InternalError", "OutOfSpace", "FileTooLarge")},
         "TransientError": "raised (retried)",
         "DuckDB writing to a full disk": "fails, no retry: no space left on the disk of /dev/full",
         "ENOSPC": "fails, no retry: no space left on the disk of /work/x.parquet",
