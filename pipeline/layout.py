@@ -12,7 +12,7 @@ paths from these names only, so the trees below are the whole list:
       generations/<id>/                       GENERATIONS_FOLDER: each generation's indexes,
                                               manifest.json, rolled-back.json (ROLLED_BACK)
       _lease.json                             LEASE_KEY: the lease a running publish holds
-      .lock, .tmp-*, .sitemaps-write-check-*, _conditional_write_probe.json
+      .lock, .tmp-*, .sitemaps-write-check-*, _conditional_write_probe-<token>.json
                                               a local lock, temporaries, probes (never listed)
     <state>/ (default <out>/_state/)          private: never serve it
       generations/<id>/                       snapshot.parquet, rejects.parquet,
@@ -62,7 +62,8 @@ GENERATION_MANIFEST = "manifest.json"
 ROLLED_BACK = "rolled-back.json"
 #: The lease a running publish holds (pipeline.lease).
 LEASE_KEY = "_lease.json"
-#: The object the conditional-write probe writes and deletes (at the output root).
+#: The conditional-write probe's key at the output root, less the token each probe adds
+#: before `.json` (racing runs never share one).
 PROBE_KEY = "_conditional_write_probe.json"
 #: The object written and deleted at the root of `--out` to prove it is writable
 #: (a dot name: local listings skip it, and it lives for one request).

@@ -13,6 +13,7 @@ import contextlib
 import fnmatch
 import functools
 import os
+import secrets
 import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -351,14 +352,16 @@ class S3Storage(Storage):
     def check_conditional_writes(self) -> None:
         # An If-None-Match: * PUT on an existing key must answer 412; a server that
         # ignores the header would let two racing commits both "win".
-        # Removed again at once: the output keeps no trace of the probe.
-        self.write_bytes(PROBE_KEY, b"{}")
+        # Removed again at once: the output keeps no trace of the probe. A key of this
+        # probe's own: a racing run that removes its probe cannot remove this one.
+        key = f"{PROBE_KEY.removesuffix('.json')}-{secrets.token_hex(8)}.json"
+        self.write_bytes(key, b"{}")
         try:
-            self.put_if(PROBE_KEY, b"{}", if_match=None)
+            self.put_if(key, b"{}", if_match=None)
         except PublishConflict:
             return
         finally:
-            self.delete([PROBE_KEY])
+            self.delete([key])
         raise ConfigError(
             f"the S3 server of {self.root} ignored a conditional write (If-None-Match: * on an "
             "existing object was accepted), so a run racing another could overwrite its "

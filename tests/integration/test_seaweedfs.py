@@ -437,3 +437,24 @@ def test_the_free_space_floor_is_what_weed_is_told(seaweedfs: SeaweedFS) -> None
     # the server the suite uses came up with the floor it checked, not weed's 1 % default
     assert f"-volume.minFreeSpace={seaweedfs.min_free_space_mib}MiB" in seaweedfs.command()
     assert seaweedfs.min_free_space_mib < shutil.disk_usage(seaweedfs.data_dir).free // 2**20
+
+
+def test_racing_conditional_write_probes_do_not_disturb_each_other(s3_bucket: S3Bucket) -> None:
+    """Two runs probe one output at once: the other run's whole probe (its write, its
+    conditional write and its delete) lands between this probe's plain write and its
+    conditional write. With one shared probe key the other's delete removed this probe's
+    object, its If-None-Match write then succeeded, and this run was told the server
+    ignores conditional writes (exit 2)."""
+    from pipeline import storage
+
+    root = f"s3://{s3_bucket.name}/out"
+
+    class Racing(storage.S3Storage):  # type: ignore[misc]
+        def write_bytes(self, key: str, data: bytes, *args: Any, **kwargs: Any) -> Any:
+            result = super().write_bytes(key, data, *args, **kwargs)
+            storage.open_storage(root).check_conditional_writes()  # the racing run
+            return result
+
+    Racing(root, s3_bucket.client).check_conditional_writes()  # raises on a shared key
+    left = s3_bucket.client.list_objects_v2(Bucket=s3_bucket.name).get("Contents", [])
+    assert left == []  # both probes removed their objects
