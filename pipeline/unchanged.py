@@ -135,7 +135,12 @@ def record(state_uri: str, generation: str, identity: str | None,
 def _record(state_uri: str, generation: str | None) -> dict[str, Any] | None:
     if generation is None:
         return None
-    rec = storage.open_storage(state_uri).read_json_or_none(INPUT_IDENTITY_KEY)
+    try:
+        rec = storage.open_storage(state_uri).read_json_or_none(INPUT_IDENTITY_KEY)
+    except ValueError as e:  # torn (a full disk, a cut copy): only the skip is lost
+        log.warning("%s: cannot read it (%s): the run does the full work and writes it again",
+                    storage.join(state_uri, INPUT_IDENTITY_KEY), e)
+        return None
     if not isinstance(rec, dict) or rec.get("generation") != generation:
         return None
     return rec

@@ -153,3 +153,21 @@ def test_duplicates_reordered_are_the_same_input_and_the_same_output(tmp_path: P
     fresh = _priorities(tmp_path / "fresh")
     assert len(fresh) == 21 and fresh[f"{SITE}a/dup"] == kept
     assert _priorities(tmp_path / "nightly") == fresh
+
+
+def test_a_truncated_identity_record_is_no_record(tmp_path: Path,
+                                                  caplog: pytest.LogCaptureFixture) -> None:
+    """A torn `input-identity.json` (a full disk, a copy cut short) only costs the skip: the
+    run does the work, says which file it could not read, and records it whole again."""
+    rows: list[tuple[str, datetime | None]] = [(f"{SITE}a/{i:04d}", T0) for i in range(50)]
+    inv, out = _write(tmp_path / "inv.parquet", rows), tmp_path / "out"
+    first = _run(inv, out, T0)
+    record = out / "_state" / "input-identity.json"
+    record.write_bytes(record.read_bytes()[:20])
+    with caplog.at_level("WARNING"):
+        again = _run(inv, out, T0 + timedelta(days=1))
+    assert not again.get("unchanged")
+    assert again["counts"]["published"] == first["counts"]["published"] == 50
+    assert "input-identity.json" in caplog.text
+    third = _run(inv, out, T0 + timedelta(days=2))
+    assert third["unchanged"]
