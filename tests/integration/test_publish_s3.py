@@ -77,6 +77,7 @@ def request_kind(method: str, url: str) -> str:
     path = re.sub(r"sitemaps/[^/]+\.xml\.gz", "sitemaps/SHARD", path)
     path = re.sub(r"\d{8}T\d{6}Z-[0-9a-f]{6}", "GEN", path)
     path = re.sub(r"sitemaps-work-[^/]+", "WORK", path)
+    path = re.sub(r"_conditional_write_probe-[0-9a-f]+", "_conditional_write_probe-KEY", path)
     return f"{method} {path}"
 
 
