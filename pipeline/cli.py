@@ -122,8 +122,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also read every shard and check its sha256 against the manifest")
     p.add_argument("--json", action="store_true", help="print the status as JSON")
 
-    p = add("repair", "make the newest intact generation live again when manifest.json is "
-                      "empty or broken", "sitemaps repair --out s3://www-sitemaps/sitemaps/")
+    p = add("repair", "make the last committed intact generation live again when "
+                      "manifest.json is empty or broken", "sitemaps repair --out s3://www-sitemaps/sitemaps/")
     p.add_argument("--out", required=True, help="local folder or s3://bucket/prefix/")
     p.add_argument("--state", help="state URI (default: <out>/_state)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")

@@ -14,7 +14,11 @@ GC decides from one listing, then looks again just before it deletes (`collect`)
 the live manifest is read again and the folders listed again, and a file that the
 live generation now lists, or that was written since (a run that brought content
 back rewrites the same digest key), is not deleted; nor is the state of the
-generation live then (a rollback may have made it live again meanwhile). Incomplete multipart uploads,
+generation live then (a rollback may have made it live again meanwhile). A rollback or
+repair racing GC is settled by two marks: GC marks each generation whose files it is about
+to delete (`collecting.json`) before it lists the pins, and a rollback or repair pins its
+target (`pinned.json`) before it looks for that mark, so either GC sees the pin and spares
+the target, or the rollback sees the mark and refuses. Incomplete multipart uploads,
 temporary files of interrupted local writes and the work folders of dead local
 runs older than the grace period go too.
 """
@@ -23,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import fcntl
+import json
 import logging
 import os
 import shutil
@@ -34,8 +39,11 @@ from typing import Any, BinaryIO
 
 from pipeline import storage
 from pipeline.layout import (
+    COLLECTING,
+    COMMIT_RECORD,
     GENERATION_MANIFEST,
     GENERATIONS_FOLDER,
+    PIN,
     REPORT_KEY,
     ROLLED_BACK,
     RUNS_FOLDER,
@@ -46,7 +54,8 @@ from pipeline.layout import (
 from pipeline.manifest import Manifest
 from pipeline.publish import read_live, utcnow
 from pipeline.settings import default_of
-from pipeline.w3c import parse_w3c
+from pipeline.state_owner import check_owner
+from pipeline.w3c import format_w3c, parse_w3c
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +70,31 @@ WORK_FOLDER_PREFIX = "sitemaps-work-"
 #: The file a live run holds an exclusive lock on inside its work folder.
 WORK_LOCK = ".lock"
 _held_locks: dict[str, BinaryIO] = {}
+#: A pin or a collecting mark older than this was left by a process that died: ignored.
+MARK_HOURS = 6.0
+
+
+def pin(out: storage.Storage, generation: str, by: str) -> None:
+    """Claim `generation` for a rollback or repair (`by`) about to make it live: GC spares
+    its files (see the module doc). `unpin` when done."""
+    out.write_bytes(generation_key(generation, PIN),
+                    json.dumps({"at": format_w3c(utcnow()), "by": by}).encode())
+
+
+def unpin(out: storage.Storage, generation: str) -> None:
+    out.delete([generation_key(generation, PIN)])
+
+
+def _fresh_marks(out: storage.Storage, prefix: str, name: str) -> set[str]:
+    """The generations below `prefix` with a mark `name` written in the last MARK_HOURS."""
+    since = utcnow() - timedelta(hours=MARK_HOURS)
+    return {o.key.split("/")[1] for o in out.list(prefix)
+            if o.key.endswith("/" + name) and o.modified > since}
+
+
+def being_collected(out: storage.Storage, generation: str) -> bool:
+    """Whether a GC has marked `generation` for deletion (after it was pinned: refuse)."""
+    return generation in _fresh_marks(out, generation_key(generation), COLLECTING)
 
 
 def referenced_keys(out: storage.Storage, generations: list[str]) -> set[str]:
@@ -70,7 +104,8 @@ def referenced_keys(out: storage.Storage, generations: list[str]) -> set[str]:
         m = out.read_json_or_none(generation_key(gen, GENERATION_MANIFEST))
         if m is None:
             continue
-        keys.update(generation_key(gen, name) for name in (GENERATION_MANIFEST, REPORT_KEY, ROLLED_BACK))
+        keys.update(generation_key(gen, name) for name in (
+            GENERATION_MANIFEST, REPORT_KEY, ROLLED_BACK, COMMIT_RECORD, PIN))
         keys.update(s["key"] for s in m["sitemaps"])
         keys.update(i["generation_key"] for i in m["indexes"])
     return keys
@@ -164,8 +199,28 @@ def collect(decision: Decision) -> tuple[list[str], int]:
     """
     out = storage.open_storage(decision.out_uri)
     state = storage.open_storage(decision.state_uri)
+    # Mark, then read the pins, then the live manifest (module doc): a rollback that
+    # pinned its target before the mark is seen here, one that swapped is live below.
+    marked = sorted({k.split("/")[1] for k in decision.doomed
+                     if k.startswith(f"{GENERATIONS_FOLDER}/")})
+    mark = json.dumps({"at": format_w3c(utcnow())}).encode()
+    for gen in marked:
+        out.write_bytes(generation_key(gen, COLLECTING), mark)
+    try:
+        return _collect(decision, out, state)
+    finally:
+        out.delete([generation_key(gen, COLLECTING) for gen in marked])
+
+
+def _collect(decision: Decision, out: storage.Storage, state: storage.Storage
+             ) -> tuple[list[str], int]:
+    pinned = sorted(_fresh_marks(out, f"{GENERATIONS_FOLDER}/", PIN))
+    spared = referenced_keys(out, pinned)
+    if pinned:
+        log.info("gc: generation(s) %s are pinned by a rollback or repair: their files stay",
+                 ", ".join(pinned))
     live = read_live(decision.out_uri)
-    spared = live_keys(live.manifest) if live.manifest else set()
+    spared |= live_keys(live.manifest) if live.manifest else set()
     if live.manifest and live.manifest["generation"] not in decision.kept:
         spared |= referenced_keys(out, [live.manifest["generation"]])
     folders = {k.rpartition("/")[0] + "/" for k in decision.doomed}
@@ -182,9 +237,9 @@ def collect(decision: Decision) -> tuple[list[str], int]:
     out.delete(doomed)
     # A rollback may have made a generation GC had given up live again since: its state
     # (the snapshot the next run diffs against) stays.
-    live_state = generation_key(live.manifest["generation"]) if live.manifest else None
-    doomed_state = [k for k in decision.doomed_state
-                    if live_state is None or not k.startswith(live_state)]
+    kept_state = tuple(generation_key(g) for g in pinned + (
+        [live.manifest["generation"]] if live.manifest else []))
+    doomed_state = [k for k in decision.doomed_state if not k.startswith(kept_state)]
     state.delete(doomed_state)
     out.delete(decision.temporaries)
     state.delete(decision.state_temporaries)
@@ -198,6 +253,7 @@ def gc(out_uri: str, state_uri: str, *, keep: int = DEFAULT_KEEP,
        grace_hours: float = DEFAULT_GRACE_HOURS, dry_run: bool = False,
        now: datetime | None = None, keep_days: float = DEFAULT_KEEP_DAYS) -> GcResult:
     """Delete (or, with `dry_run`, list) what no kept generation references."""
+    check_owner(out_uri, state_uri, claim=not dry_run)
     d = decide(out_uri, state_uri, keep=keep, grace_hours=grace_hours, now=now,
                keep_days=keep_days)
     deleted, aborted, work = d.doomed, 0, 0

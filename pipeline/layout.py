@@ -10,7 +10,9 @@ paths from these names only, so the trees below are the whole list:
       feed.atom                               FEED_KEY: the feed of recent changes
       sitemaps/<section>-<nnnnn>-<digest>.xml.gz   SHARDS_FOLDER: shard files, immutable
       generations/<id>/                       GENERATIONS_FOLDER: each generation's indexes,
-                                              manifest.json, rolled-back.json (ROLLED_BACK)
+                                              manifest.json, rolled-back.json (ROLLED_BACK),
+                                              commit.json (COMMIT_RECORD), pinned.json (PIN),
+                                              collecting.json (COLLECTING)
       _lease.json                             LEASE_KEY: the lease a running publish holds
       .lock, .tmp-*, .sitemaps-write-check-*, _conditional_write_probe-<token>.json
                                               a local lock, temporaries, probes (never listed)
@@ -18,6 +20,7 @@ paths from these names only, so the trees below are the whole list:
       generations/<id>/                       snapshot.parquet, rejects.parquet,
                                               changes.parquet (STATE_FILES), report.html
       runs/<dag id>.<run id>/                 RUNS_FOLDER: the DAG's work prefixes
+      owner.json                              STATE_OWNER_KEY: the output this state is for
       input-identity.json                     INPUT_IDENTITY_KEY: the input the live
                                               generation was made from, each section's
                                               with its shards (pipeline.unchanged)
@@ -60,6 +63,14 @@ GENERATIONS_FOLDER = "generations"
 GENERATION_MANIFEST = "manifest.json"
 #: Written beside a generation's manifest when a rollback takes it out of service.
 ROLLED_BACK = "rolled-back.json"
+#: Written beside a generation's manifest after each swap that made it live ({generation,
+#: sequence, committed}): repair trusts only committed generations, newest commit first.
+COMMIT_RECORD = "commit.json"
+#: A rollback's or repair's claim on the generation it is about to make live ({at, by}):
+#: gc spares a pinned generation's files (pipeline.gc).
+PIN = "pinned.json"
+#: gc's mark on a generation whose files it is about to delete: a rollback to it refuses.
+COLLECTING = "collecting.json"
 #: The lease a running publish holds (pipeline.lease).
 LEASE_KEY = "_lease.json"
 #: The conditional-write probe's key at the output root, less the token each probe adds
@@ -83,6 +94,9 @@ RUNS_FOLDER = "runs"
 #: A run id (`--run-id`) names one folder below the work root: letters, digits, '_', '-' and
 #: '.', not first (so never '.' or '..'), no slash, at most 200 characters.
 RUN_ID_PATTERN = r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,199}"
+#: The output a state belongs to ({out}): written by the first run or gc that uses the state;
+#: one with another --out refuses (two outputs sharing a state would delete each other's).
+STATE_OWNER_KEY = "owner.json"
 #: The identity of the input that made (or last confirmed) a generation: {generation,
 #: identity}, written by every publish; a run of the same input skips the work.
 INPUT_IDENTITY_KEY = "input-identity.json"

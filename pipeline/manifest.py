@@ -55,6 +55,9 @@ class Manifest(TypedDict):
     #: The run's time (W3C, UTC) and when the generation went live.
     created: str
     committed: NotRequired[str]
+    #: The commit's number: one more than the generation live before it (publish, rollback
+    #: and repair each count one); repair orders committed generations by it, not by id.
+    sequence: NotRequired[int]
     site_url: str
     public_url: str
     indexes: list[IndexEntry]

@@ -9,9 +9,12 @@ Order (a crash anywhere leaves the previous generation live and whole):
 4. commit: `manifest.json` is replaced with a conditional write on the
    version read when the run started (If-Match / If-None-Match: * on S3,
    compare-and-rename under a lock locally); a racing run loses here;
-5. the stable root index(es) and `robots-sitemaps.txt` are rewritten from the
-   now-live manifest (a later run repairs them if this step was lost), and only
-   while that manifest is still the live one: root files only move forward.
+5. the generation's commit record (`generations/<id>/commit.json`: its `sequence`, one
+   more than the generation it replaced) is written, then the stable root index(es)
+   and `robots-sitemaps.txt` are rewritten from the now-live manifest (a later run
+   repairs them if this step was lost), and only while that manifest is still the
+   live one: root files only move forward. `sitemaps repair` trusts only generations
+   with a record (or named in a recorded one's history), newest commit first.
 
 A commit whose reply was lost (the write applied, botocore's retry got 412) is
 recognised by reading the live manifest again. The manifest records when each
@@ -22,6 +25,7 @@ the next run checks before it diffs against it.
 
 from __future__ import annotations
 
+import json
 import logging
 import secrets
 from collections.abc import Callable
@@ -34,6 +38,7 @@ from pipeline import manifest as manifest_model
 from pipeline import storage
 from pipeline.errors import InternalError, PublishConflict, ShrinkRefused
 from pipeline.layout import (
+    COMMIT_RECORD,
     FEED_KEY,
     GENERATION_MANIFEST,
     LIVE_MANIFEST_KEY,
@@ -85,8 +90,8 @@ def utcnow() -> datetime:
 
 
 def repair_hint(out_uri: str) -> str:
-    return (f"run `sitemaps repair --out {out_uri}` to make the newest intact generation live "
-            "again (see the README, Recovery)")
+    return (f"run `sitemaps repair --out {out_uri}` to make the last committed intact "
+            "generation live again (see docs/operations.md)")
 
 
 def parse_manifest(data: bytes, where: str, out_uri: str) -> Manifest:
@@ -250,6 +255,7 @@ def publish(out_uri: str, *, rendered: list[RenderedFile], live: LiveState, site
     manifest: Manifest = {
         "format": MANIFEST_FORMAT,
         "generation": generation,
+        "sequence": next_sequence(live.manifest),
         "previous": live.generation,
         "history": history,
         "created": format_w3c(created.astimezone(UTC)),
@@ -281,6 +287,19 @@ def publish(out_uri: str, *, rendered: list[RenderedFile], live: LiveState, site
     return PublishResult(generation, True, manifest, warnings)
 
 
+def next_sequence(live: Manifest | None) -> int:
+    """The sequence of a commit that replaces `live` (1 for a first generation, and for one
+    after a live manifest of a version that did not count)."""
+    return int(live.get("sequence") or 0) + 1 if live else 1
+
+
+def commit_record(manifest: Manifest) -> bytes:
+    """The bytes of the generation's commit record (layout.COMMIT_RECORD): the commit that
+    made `manifest` live, read by `sitemaps repair`."""
+    return json.dumps({"generation": manifest["generation"], "sequence": manifest["sequence"],
+                       "committed": manifest.get("committed")}, sort_keys=True).encode()
+
+
 def robots_lines(manifest: Manifest, feed: bool = False) -> bytes:
     """One `Sitemap:` line per root index of the manifest, then the feed's (a feed is a
     valid sitemap for the sitemaps.org protocol) when the output has one."""
@@ -292,7 +311,8 @@ def robots_lines(manifest: Manifest, feed: bool = False) -> bytes:
 
 def repair_root(out: storage.Storage, manifest: Manifest,
                 previous: Manifest | None = None) -> int:
-    """Make the stable root index(es) and robots lines match `manifest`; returns files fixed.
+    """Make the commit record, the stable root index(es) and robots lines match `manifest`;
+    returns the root files fixed.
 
     Only while `manifest` is the live one: a stalled run that resumes after a later
     commit must not roll the root files back to its own, older generation.
@@ -302,6 +322,11 @@ def repair_root(out: storage.Storage, manifest: Manifest,
         log.warning("publish: generation %s is live, not %s: the root files are left to it",
                     live, manifest["generation"])
         return 0
+    if "sequence" in manifest:  # after the swap only: a record says "this was committed"
+        record = commit_record(manifest)
+        key = generation_key(manifest["generation"], COMMIT_RECORD)
+        if out.read_bytes_or_none(key) != record:
+            out.write_bytes(key, record, cache_control=storage.CACHE_SHORT)
     fixed = 0
     for index in manifest["indexes"]:
         want = out.read_bytes(index["generation_key"])

@@ -1,7 +1,7 @@
 """`sitemaps status`: the live generation, whether every file it serves exists (and, deep,
 is intact), whether the root index agrees with it, and the kept generations. `sitemaps
-repair`: make the newest intact generation live again when the live manifest is empty or
-broken. `sitemaps rollback`: make a kept generation live again on purpose.
+repair`: make the last committed intact generation live again when the live manifest is
+empty or broken. `sitemaps rollback`: make a kept generation live again on purpose.
 
 Repair and rollback share one machinery: the check that a generation is intact (its
 manifest parses, every file it lists is there with its size, its snapshot is the one it
@@ -21,7 +21,9 @@ from typing import Any
 from pipeline import manifest as manifest_model
 from pipeline import storage
 from pipeline.errors import ConfigError, LiveStateCorrupt, PublishConflict, StorageError
+from pipeline.gc import being_collected, pin, unpin
 from pipeline.layout import (
+    COMMIT_RECORD,
     GENERATION_MANIFEST,
     GENERATIONS_FOLDER,
     LIVE_MANIFEST_KEY,
@@ -31,14 +33,17 @@ from pipeline.layout import (
 )
 from pipeline.manifest import Manifest
 from pipeline.publish import (
+    LiveState,
     live_files,
     missing_files,
+    next_sequence,
     parse_manifest,
     read_live,
     repair_root,
     snapshot_uri,
     utcnow,
 )
+from pipeline.state_owner import check_owner
 from pipeline.w3c import format_w3c, parse_w3c
 
 log = logging.getLogger(__name__)
@@ -241,7 +246,7 @@ def _intact(out: storage.Storage, gen: str, out_uri: str, state_uri: str
 
 #: Manifest fields that say when and how a generation went live, not what it publishes: a
 #: rollback rewrites them, so a live manifest may differ from its generation's copy there.
-BOOKKEEPING = ("previous", "history", "committed", "retired", "rollback")
+BOOKKEEPING = ("previous", "history", "committed", "retired", "rollback", "sequence")
 
 
 def _content(m: Manifest) -> dict[str, Any]:
@@ -249,23 +254,27 @@ def _content(m: Manifest) -> dict[str, Any]:
 
 
 def rolled_back_key(generation: str) -> str:
-    """The marker a rollback leaves on the generation it took out of service: repair then
-    prefers any other intact generation to it (it is newer, but was rolled back)."""
+    """The marker a rollback leaves on the generation it took out of service: repair of an
+    output without commit records prefers any other intact generation to it."""
     return generation_key(generation, ROLLED_BACK)
 
 
 
 
 def repair(out_uri: str, state_uri: str | None = None) -> RepairResult:
-    """Make the newest intact generation live when the live manifest is unusable.
+    """Make the newest committed intact generation live when the live manifest is unusable.
 
-    Intact: its manifest parses, every file it lists is there with its size, and its
-    snapshot matches what it recorded. The swap is conditional on the broken manifest's
-    version, as a commit is. A usable live manifest whose snapshot is intact is left as
-    it is (only its root files are brought in line).
+    Committed: a swap made it live (its commit record, or a committed generation's history
+    names it), so a generation whose run stopped before its swap is never made live.
+    Newest: the highest commit sequence, not the id (a run's clock may be behind). Intact:
+    its manifest parses, every file it lists is there with its size, and its snapshot
+    matches what it recorded. The swap is conditional on the broken manifest's version, as
+    a commit is. A usable live manifest whose snapshot is intact is left as it is (only its
+    root files are brought in line).
     """
     out = storage.open_storage(out_uri)
     state_uri = state_uri or default_state(out_uri)
+    check_owner(out_uri, state_uri, claim=False)
     data, etag = out.read_with_etag(LIVE_MANIFEST_KEY)
     live_gen = None
     if data is not None:
@@ -277,25 +286,30 @@ def repair(out_uri: str, state_uri: str | None = None) -> RepairResult:
         m = _intact(out, live_gen, out_uri, state_uri)
         assert data is not None
         if m is not None and _content(m) == _content(manifest_model.loads(data)):
-            fixed = repair_root(out, m)
+            fixed = repair_root(out, manifest_model.loads(data))
             return RepairResult(out=out_uri, live=live_gen, repaired=False,
                                 root_files_fixed=fixed)
-    listed = [o.key for o in out.list(f"{GENERATIONS_FOLDER}/")]
-    rolled_back = {k.split("/")[1] for k in listed if k.endswith("/" + ROLLED_BACK)}
-    # Newest first, but a generation a rollback took out of service only when no other is
-    # intact: a rollback to an older generation must survive a broken manifest.json.
-    gens = sorted({k.split("/")[1] for k in listed if k.endswith("/" + GENERATION_MANIFEST)},
-                  key=lambda g: (g not in rolled_back, g), reverse=True)
-    for gen in gens:
+    records = _commit_records(out)
+    for gen in _repair_candidates(out, records):
         if gen == live_gen:
             continue
-        m = _intact(out, gen, out_uri, state_uri)
-        if m is None:
-            log.info("repair: generation %s is not intact; trying an older one", gen)
-            continue
-        out.put_if(LIVE_MANIFEST_KEY, out.read_bytes(generation_key(gen, GENERATION_MANIFEST)),
-                   if_match=etag, cache_control=storage.CACHE_SHORT)
-        fixed = repair_root(out, m)
+        pin(out, gen, "repair")
+        try:
+            if being_collected(out, gen):
+                log.info("repair: gc is deleting generation %s; trying an older one", gen)
+                continue
+            m = _intact(out, gen, out_uri, state_uri)
+            if m is None:
+                log.info("repair: generation %s is not intact; trying an older one", gen)
+                continue
+            # A commit of its own: the next publish's sequence follows every one recorded.
+            restored: Manifest = {**m, "sequence": max(records.values(), default=0) + 1,
+                                  "committed": format_w3c(utcnow())}
+            out.put_if(LIVE_MANIFEST_KEY, manifest_model.dumps(restored), if_match=etag,
+                       cache_control=storage.CACHE_SHORT)
+        finally:
+            unpin(out, gen)
+        fixed = repair_root(out, restored)
         log.warning("repair: generation %s is live again (the live manifest was %s)", gen,
                     live_gen or "unreadable")
         return RepairResult(out=out_uri, live=gen, repaired=True, previous=live_gen,
@@ -303,6 +317,43 @@ def repair(out_uri: str, state_uri: str | None = None) -> RepairResult:
     raise StorageError(f"no intact generation under {out.uri(GENERATIONS_FOLDER)}: nothing to "
                        "restore; remove manifest.json to start over with a first generation "
                        "(lastmods then restart from this run)")
+
+
+def _commit_records(out: storage.Storage) -> dict[str, int]:
+    """Each generation's commit sequence, from its commit record (unreadable: none)."""
+    records: dict[str, int] = {}
+    for o in out.list(f"{GENERATIONS_FOLDER}/"):
+        if o.key.endswith("/" + COMMIT_RECORD):
+            try:
+                rec = json.loads(out.read_bytes_or_none(o.key) or b"")
+                records[o.key.split("/")[1]] = int(rec["sequence"])
+            except (ValueError, KeyError, TypeError):
+                log.warning("repair: %s is not a commit record; ignored", out.uri(o.key))
+    return records
+
+
+def _repair_candidates(out: storage.Storage, records: dict[str, int]) -> list[str]:
+    """The generations repair may make live, the one to try first first.
+
+    With commit records: the recorded ones by sequence, newest first, then the ones their
+    histories name without a record (committed by a version that wrote none, or whose
+    record a crash lost), in history order. Without any (an output of an older version):
+    every stored generation by id, newest first, but one a rollback took out of service
+    last, so a rollback survives a broken manifest.json.
+    """
+    listed = [o.key for o in out.list(f"{GENERATIONS_FOLDER}/")]
+    if not records:
+        rolled_back = {k.split("/")[1] for k in listed if k.endswith("/" + ROLLED_BACK)}
+        return sorted({k.split("/")[1] for k in listed if k.endswith("/" + GENERATION_MANIFEST)},
+                      key=lambda g: (g not in rolled_back, g), reverse=True)
+    ordered = sorted(records, key=lambda g: (records[g], g), reverse=True)
+    named: list[str] = []
+    for gen in ordered:
+        m = out.read_json_or_none(generation_key(gen, GENERATION_MANIFEST))
+        history = m.get("history") if isinstance(m, dict) else None
+        named += [g for g in history or [] if isinstance(g, str) and g not in records
+                  and g not in named]
+    return ordered + named
 
 
 def rollback(out_uri: str, state_uri: str | None = None, to: str | None = None
@@ -322,6 +373,7 @@ def rollback(out_uri: str, state_uri: str | None = None, to: str | None = None
     """
     out = storage.open_storage(out_uri)
     state_uri = state_uri or default_state(out_uri)
+    check_owner(out_uri, state_uri, claim=False)
     live = read_live(out_uri)  # a broken manifest: LiveStateCorrupt, use repair
     if live.manifest is None:
         raise ConfigError(f"no generation at {out_uri}: nothing to roll back")
@@ -339,18 +391,47 @@ def rollback(out_uri: str, state_uri: str | None = None, to: str | None = None
                          if not g.live) or "none"
         raise ConfigError(f"generation {to} is not in the history of {out_uri}; the kept "
                           f"generations one can roll back to: {kept} (`sitemaps status`)")
-    target, problem = _check_generation(out, to, out_uri, state_uri)
-    if target is None:
-        raise ConfigError(f"cannot roll back to generation {to}: {problem}; generation "
-                          f"{current['generation']} stays live")
-    committed = format_w3c(utcnow())
     new_history = [to] + [g for g in history if g != to][:50]
+    # Pinned while it is checked and swapped: gc either sees the pin or has marked it.
+    pin(out, to, "rollback")
+    try:
+        if being_collected(out, to):
+            raise ConfigError(f"cannot roll back to generation {to}: gc is deleting its files "
+                              f"now; generation {current['generation']} stays live")
+        target, problem = _check_generation(out, to, out_uri, state_uri)
+        if target is None:
+            raise ConfigError(f"cannot roll back to generation {to}: {problem}; generation "
+                              f"{current['generation']} stays live")
+        manifest = _swap_back(out, out_uri, live, target, to, new_history)
+    finally:
+        unpin(out, to)
+    # After the swap: a marker written before a lost race would mislead repair.
+    out.write_bytes(rolled_back_key(current["generation"]),
+                    json.dumps(manifest["rollback"] | {"to": to}).encode())
+    out.delete([rolled_back_key(to)] if out.exists(rolled_back_key(to)) else [])
+    log.warning("rollback: generation %s is live again in %s (was %s)", to, out_uri,
+                current["generation"])
+    fixed = repair_root(out, manifest, previous=current)
+    return RollbackResult(out=out_uri, live=to, previous=current["generation"],
+                          published=int(target["counts"].get("published", 0)),
+                          sitemaps=len(target["sitemaps"]), committed=manifest["committed"],
+                          root_files_fixed=fixed)
+
+
+def _swap_back(out: storage.Storage, out_uri: str, live: LiveState, target: Manifest, to: str,
+               history: list[str]) -> Manifest:
+    """The rollback's commit: `target` live with a commit's bookkeeping, conditional on the
+    live manifest's version; returns the manifest now live."""
+    current = live.manifest
+    assert current is not None
+    committed = format_w3c(utcnow())
     retired = {g: t for g, t in (current.get("retired") or {}).items()
-               if g in new_history and g != to}
+               if g in history and g != to}
     retired[current["generation"]] = committed
-    manifest: Manifest = {**target, "previous": current["generation"], "history": new_history,
-                "committed": committed, "retired": retired,
-                "rollback": {"from": current["generation"], "at": committed}}
+    manifest: Manifest = {**target, "previous": current["generation"], "history": history,
+                          "committed": committed, "retired": retired,
+                          "sequence": next_sequence(current),
+                          "rollback": {"from": current["generation"], "at": committed}}
     body = manifest_model.dumps(manifest)
     try:
         out.put_if(LIVE_MANIFEST_KEY, body, if_match=live.etag, cache_control=storage.CACHE_SHORT)
@@ -365,14 +446,4 @@ def rollback(out_uri: str, state_uri: str | None = None, to: str | None = None
                 f"({now_gen} is live now); nothing was rolled back: check "
                 "`sitemaps status` and roll back again if still wanted") from None
         log.warning("rollback: the swap's reply was lost, but generation %s is live", to)
-    # After the swap: a marker written before a lost race would mislead repair.
-    out.write_bytes(rolled_back_key(current["generation"]),
-                    json.dumps(manifest["rollback"] | {"to": to}).encode())
-    out.delete([rolled_back_key(to)] if out.exists(rolled_back_key(to)) else [])
-    log.warning("rollback: generation %s is live again in %s (was %s)", to, out_uri,
-                current["generation"])
-    fixed = repair_root(out, manifest, previous=current)
-    return RollbackResult(out=out_uri, live=to, previous=current["generation"],
-                          published=int(target["counts"].get("published", 0)),
-                          sitemaps=len(target["sitemaps"]), committed=committed,
-                          root_files_fixed=fixed)
+    return manifest

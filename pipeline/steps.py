@@ -49,7 +49,9 @@ from pipeline.publish import (
 from pipeline.render import RenderedFile
 from pipeline.settings import RunOptions, environment
 from pipeline.snapshot import StoredState, save_state
+from pipeline.state_owner import check_owner
 from pipeline.urls import Site
+from pipeline.w3c import parse_w3c
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +83,8 @@ def begin(opts: RunOptions) -> RunContext:
     from pipeline import preflight
 
     preflight.check_run(opts.inventory, opts.out, opts.state_uri, write=opts.check_writable)
+    if opts.check_writable:  # a dry run (`sitemaps diff`) may read any state
+        check_owner(opts.out, opts.state_uri, claim=True)
     generation = new_generation_id(run_time)
     # The lease owner is stable across retries of one run (an Airflow retry of begin
     # must not find itself holding the lease).
@@ -92,6 +96,14 @@ def begin(opts: RunOptions) -> RunContext:
 
         lease.acquire(opts.out, lease_owner, opts.lease_seconds)
     live = read_live(opts.out)
+    if live.manifest and run_time < (live_created := parse_w3c(live.manifest["created"])):
+        # A clock behind the live generation's would date this run's changes before what is
+        # live already (lastmods going back) and give its generation an id sorting earlier.
+        log.warning("begin: this run's time %s is earlier than the live generation %s's (%s); "
+                    "the run takes that time instead (check the clock)", run_time.isoformat(),
+                    live.generation, live.manifest["created"])
+        run_time = live_created
+        generation = new_generation_id(run_time)
     snapshot = opts.compare_snapshot or (snapshot_uri(live.manifest, opts.state_uri)
                                          if live.manifest else None)
     if snapshot and not opts.compare_snapshot:

@@ -50,7 +50,7 @@ __all__ = [
     "BACKENDS", "CACHE_IMMUTABLE", "CACHE_SHORT", "CLIENT_HOOKS", "CONTENT_TYPES",
     "S3_PART_SIZE", "LocalStorage", "MissingCredentials", "ObjectInfo",
     "S3Settings", "S3Storage", "Storage", "StoredHeaders", "atomic_write", "configure_s3",
-    "arrow_files", "backend_for", "content_type_for", "find_files", "join", "open_file",
+    "arrow_files", "backend_for", "canonical_uri", "content_type_for", "find_files", "join", "open_file",
     "open_storage", "s3_client",
     "s3_filesystem", "s3_settings", "translate_s3_error",
 ]
@@ -76,6 +76,14 @@ def is_strictly_below(root: str, uri: str) -> bool:
         return below in inside.parents
     rest = uri.removeprefix(root.rstrip("/") + "/")
     return rest != uri and all(p not in ("", ".", "..") for p in rest.rstrip("/").split("/"))
+
+
+def canonical_uri(uri: str) -> str:
+    """One spelling of a folder or prefix: a local path resolved (links and `..` followed),
+    a URI without its trailing slash; two spellings of one place compare equal."""
+    if backend_for(uri) is LocalStorage:
+        return str(Path(uri.removeprefix("file://")).expanduser().resolve())
+    return uri.rstrip("/")
 
 
 def open_storage(uri: str, client: Any | None = None) -> Storage:

@@ -72,7 +72,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "pipeline.parts", "pipeline.storage", "pipeline.urls", "pipeline.extensions",
         "pipeline.sitemap_xml", "pipeline.w3c", "pipeline.hugepages", "pipeline.progress",
         "pipeline.manifest", "pipeline.integrity", "pipeline.lease", "pipeline.shards",
-        "pipeline.diffed", "pipeline.snapshot", "pipeline.unchanged",
+        "pipeline.diffed", "pipeline.snapshot", "pipeline.unchanged", "pipeline.state_owner",
     ),
     "load": ("pipeline.load",),
     "diff": ("pipeline.diff",),
