@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from pipeline import storage
+from pipeline.errors import LiveStateCorrupt
 from pipeline.layout import (
     COLLECTING,
     COMMIT_RECORD,
@@ -51,7 +52,7 @@ from pipeline.layout import (
     generation_key,
     generation_time,
 )
-from pipeline.manifest import Manifest
+from pipeline.manifest import Manifest, read_stored
 from pipeline.publish import read_live, utcnow
 from pipeline.settings import default_of
 from pipeline.state_owner import check_owner
@@ -97,11 +98,19 @@ def being_collected(out: storage.Storage, generation: str) -> bool:
     return generation in _fresh_marks(out, generation_key(generation), COLLECTING)
 
 
-def referenced_keys(out: storage.Storage, generations: list[str]) -> set[str]:
-    """Every key below the output root that one of `generations` needs."""
+def referenced_keys(out: storage.Storage, generations: list[str],
+                    unreadable: list[str] | None = None) -> set[str]:
+    """Every key below the output root that one of `generations` needs; a generation whose
+    manifest is broken (which files it needs is unknown) is added to `unreadable`."""
     keys: set[str] = set()
     for gen in generations:
-        m = out.read_json_or_none(generation_key(gen, GENERATION_MANIFEST))
+        try:
+            m = read_stored(out, gen)
+        except LiveStateCorrupt as exc:
+            log.warning("gc: %s", exc)
+            if unreadable is not None:
+                unreadable.append(gen)
+            continue
         if m is None:
             continue
         keys.update(generation_key(gen, name) for name in (
@@ -162,11 +171,20 @@ def decide(out_uri: str, state_uri: str, *, keep: int = DEFAULT_KEEP,
     retired = live.manifest.get("retired") or {}
     in_grace = [g for g in history if g not in kept and g in retired
                 and parse_w3c(retired[g]) > cutoff]
-    needed = referenced_keys(out, kept + in_grace)
+    unreadable: list[str] = []
+    needed = referenced_keys(out, kept + in_grace, unreadable)
     # The live manifest itself must never lose what it lists, whatever the history says.
     needed.update(live_keys(live.manifest))
-    doomed = [o.key for folder in (f"{SHARDS_FOLDER}/", f"{GENERATIONS_FOLDER}/")
-              for o in out.list(folder) if o.key not in needed and o.modified < cutoff]
+    # A kept generation whose manifest is broken may need any shard: none goes while it
+    # is kept, nor anything of its folder.
+    folders = [f"{GENERATIONS_FOLDER}/"] if unreadable else [f"{SHARDS_FOLDER}/",
+                                                              f"{GENERATIONS_FOLDER}/"]
+    if unreadable:
+        log.warning("gc: the manifest of kept generation(s) %s is broken: no shard is deleted "
+                    "while they are kept (`sitemaps status` lists them)", ", ".join(unreadable))
+    broken = tuple(generation_key(g) for g in unreadable)
+    doomed = [o.key for folder in folders for o in out.list(folder)
+              if o.key not in needed and o.modified < cutoff and not o.key.startswith(broken)]
     kept_state = {generation_key(g) for g in kept + in_grace}
     doomed_state = [o.key for folder in (f"{GENERATIONS_FOLDER}/", f"{RUNS_FOLDER}/")
                     for o in state.list(folder)

@@ -13,9 +13,14 @@ what is written, key for key (manifests of older versions lack some keys: `NotRe
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any, NotRequired, TypedDict
 
+from pipeline import storage
 from pipeline.errors import LiveStateCorrupt
+from pipeline.layout import GENERATION_MANIFEST, generation_key
+
+log = logging.getLogger(__name__)
 
 #: The manifest's format number (`format`).
 MANIFEST_FORMAT = 1
@@ -98,3 +103,25 @@ def parse(data: bytes, where: str, repair_hint: str) -> Manifest:
             f"published (the shrink guard and the lastmod history need it); {repair_hint}")
     manifest: Manifest = m  # type: ignore[assignment]
     return manifest
+
+
+def read_stored(out: storage.Storage, generation: str) -> Manifest | None:
+    """Generation `generation`'s own manifest (`generations/<id>/manifest.json`): None when
+    it is gone (garbage-collected); LiveStateCorrupt when it is empty or broken (that
+    generation cannot be rolled back to; gc keeps every shard while it is kept)."""
+    key = generation_key(generation, GENERATION_MANIFEST)
+    raw = out.read_bytes_or_none(key)
+    if raw is None:
+        return None
+    return parse(raw, out.uri(key),
+                 "that generation cannot be rolled back to (`sitemaps status` lists it)")
+
+
+def read_stored_or_skip(out: storage.Storage, generation: str, why: str) -> Manifest | None:
+    """`read_stored`, with a broken manifest logged (saying what `why` leaves it out of)
+    and taken as gone: a report or a feed goes on without it."""
+    try:
+        return read_stored(out, generation)
+    except LiveStateCorrupt as exc:
+        log.warning("%s; %s leaves generation %s out", exc, why, generation)
+        return None

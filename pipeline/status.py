@@ -89,6 +89,9 @@ class Status:
     #: The live manifest's `rollback` (from which generation, when), when it is a rollback's.
     rollback: dict[str, Any] | None = None
     generations: list[KeptGeneration] = field(default_factory=list)
+    #: Generations of the history whose stored manifest is empty or broken (`ok` is false:
+    #: they cannot be rolled back to, and gc keeps every shard while they are kept).
+    broken_generations: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able, in the order `sitemaps status` prints; `corrupt_files` only when
@@ -103,6 +106,8 @@ class Status:
             **({"corrupt_files": self.corrupt_files} if self.corrupt_files is not None else {}),
             **({"rollback": self.rollback} if self.rollback else {}),
             "generations": [g.to_dict() for g in self.generations],
+            **({"broken_generations": self.broken_generations}
+               if self.broken_generations else {}),
             "ok": self.ok,
         }
 
@@ -164,13 +169,16 @@ def status(out_uri: str, deep: bool = False) -> Status:
             data = out.read_bytes_or_none(s["key"])
             if data is None or hashlib.sha256(data).hexdigest() != s["sha256"]:
                 corrupt.append(s["key"])
+    broken: list[str] = []
+    kept = kept_generations(out, m, broken)
     return Status(
         out=out_uri, live=m["generation"], created=m["created"],
         age_hours=_age_hours(m["created"]), published=m["counts"]["published"],
         sitemaps=len(m["sitemaps"]), indexes=[i["url"] for i in m["indexes"]],
         root_index_matches=agree, missing_files=missing,
         corrupt_files=corrupt if deep else None, rollback=m.get("rollback") or None,
-        generations=kept_generations(out, m), ok=agree and not missing and not corrupt)
+        generations=kept, broken_generations=broken,
+        ok=agree and not missing and not corrupt and not broken)
 
 
 def _age_hours(created: str) -> float:
@@ -178,11 +186,12 @@ def _age_hours(created: str) -> float:
     return round((datetime.now(UTC) - t).total_seconds() / 3600, 2)
 
 
-def kept_generations(out: storage.Storage, live: Manifest) -> list[KeptGeneration]:
+def kept_generations(out: storage.Storage, live: Manifest, broken: list[str] | None = None
+                     ) -> list[KeptGeneration]:
     """The live history's generations whose manifest is still stored, newest first: counts,
     age, when each stopped being live, and whether every file it lists is there (so it can
     be rolled back to; its snapshot is checked by the rollback itself). One listing per
-    folder for all of them."""
+    folder for all of them. Those whose stored manifest is broken go to `broken`."""
     found: dict[str, int] = {}
     listed: set[str] = set()
     rows: list[KeptGeneration] = []
@@ -191,13 +200,14 @@ def kept_generations(out: storage.Storage, live: Manifest) -> list[KeptGeneratio
         if gen == live["generation"]:
             m: Manifest | None = live
         else:
-            raw = out.read_bytes_or_none(generation_key(gen, GENERATION_MANIFEST))
             try:
-                m = parse_manifest(raw, gen, out.root) if raw is not None else None
+                m = manifest_model.read_stored(out, gen)
             except LiveStateCorrupt:
-                m = None
+                if broken is not None:
+                    broken.append(gen)
+                continue  # not a generation one can go back to
         if m is None:
-            continue  # garbage-collected (or broken): not a generation one can go back to
+            continue  # garbage-collected
         want = live_files(m)
         for folder in {k.rpartition("/")[0] + "/" for k in want} - listed:
             found.update((o.key, o.size) for o in out.list(folder))
@@ -349,8 +359,11 @@ def _repair_candidates(out: storage.Storage, records: dict[str, int]) -> list[st
     ordered = sorted(records, key=lambda g: (records[g], g), reverse=True)
     named: list[str] = []
     for gen in ordered:
-        m = out.read_json_or_none(generation_key(gen, GENERATION_MANIFEST))
-        history = m.get("history") if isinstance(m, dict) else None
+        try:
+            m = manifest_model.read_stored(out, gen)
+        except LiveStateCorrupt:
+            m = None  # not intact: tried and skipped below, its history unknown
+        history = m.get("history") if m else None
         named += [g for g in history or [] if isinstance(g, str) and g not in records
                   and g not in named]
     return ordered + named

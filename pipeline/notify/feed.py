@@ -14,7 +14,7 @@ from xml.sax.saxutils import escape, quoteattr
 from pipeline import manifest as manifest_model
 from pipeline import sql, storage
 from pipeline.errors import ConfigError
-from pipeline.layout import FEED_KEY, GENERATION_MANIFEST, default_state, generation_key, state_file_key
+from pipeline.layout import FEED_KEY, default_state, state_file_key
 from pipeline.manifest import Manifest
 from pipeline.publish import public_join, read_live, state_files
 from pipeline.w3c import parse_w3c
@@ -30,8 +30,7 @@ DEFAULT_FEED_ENTRIES = 10_000
 def _generation_manifest(out: storage.Storage, live: Manifest, gen: str) -> Manifest | None:
     if gen == live["generation"]:
         return live
-    raw = out.read_bytes_or_none(generation_key(gen, GENERATION_MANIFEST))
-    return manifest_model.loads(raw) if raw else None
+    return manifest_model.read_stored_or_skip(out, gen, "the feed")
 
 
 def _exists(uri: str) -> bool:

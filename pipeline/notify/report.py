@@ -20,10 +20,11 @@ import logging
 from collections.abc import Iterable
 from typing import Any
 
+from pipeline import manifest as manifest_model
 from pipeline import sql, storage
 from pipeline.config import Limits
-from pipeline.errors import ConfigError
-from pipeline.layout import GENERATION_MANIFEST, REPORT_KEY, default_state, generation_key
+from pipeline.errors import ConfigError, LiveStateCorrupt
+from pipeline.layout import REPORT_KEY, default_state, generation_key
 from pipeline.manifest import Manifest, SitemapEntry
 from pipeline.notify import charts
 from pipeline.publish import read_live, state_files
@@ -130,9 +131,10 @@ def trend_points(out: storage.Storage, manifest: Manifest,
         if gen == manifest["generation"]:
             m = manifest
         else:
-            m = out.read_json_or_none(generation_key(gen, GENERATION_MANIFEST))
-            if m is None:
-                continue  # garbage-collected
+            stored = manifest_model.read_stored_or_skip(out, gen, "the report's trend")
+            if stored is None:
+                continue  # garbage-collected (or broken)
+            m = stored
         c = m.get("counts", {})
         points.append({"generation": gen, "created": m["created"],
                        "published": int(c.get("published", 0)),
@@ -287,9 +289,13 @@ def write_generation_report(out_uri: str, generation: str | None = None, *,
     if gen == live["generation"]:
         manifest = live
     else:
-        manifest = out.read_json_or_none(generation_key(gen, GENERATION_MANIFEST))
-        if manifest is None:
+        try:
+            stored = manifest_model.read_stored(out, gen)
+        except LiveStateCorrupt as exc:
+            raise ConfigError(f"cannot report on generation {gen}: {exc}") from None
+        if stored is None:
             raise ConfigError(f"generation {gen} has no manifest in {out_uri}")
+        manifest = stored
     fresh = freshness(state_files(state_uri, gen)["snapshot"], manifest["created"])
     body = render_report(manifest, trend_points(out, manifest), limits, fresh).encode("utf-8")
     state = storage.open_storage(target)

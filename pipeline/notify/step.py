@@ -6,9 +6,10 @@ import logging
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from pipeline import manifest as manifest_model
 from pipeline import storage
 from pipeline.errors import ConfigError
-from pipeline.layout import FEED_KEY, GENERATION_MANIFEST, generation_key
+from pipeline.layout import FEED_KEY
 from pipeline.notify import report as run_report
 from pipeline.notify.feed import DEFAULT_FEED_DAYS, write_feed
 from pipeline.notify.indexnow import (
@@ -65,7 +66,8 @@ def notify_step(ctx: RunContext, summary: dict[str, Any], *,
 
     if not indexnow_key:
         return result
-    manifest = out.read_json_or_none(generation_key(summary["generation"], GENERATION_MANIFEST)) or {}
+    manifest: dict[str, Any] = dict(manifest_model.read_stored_or_skip(
+        out, summary["generation"], "IndexNow") or {})
     changes = (manifest.get("state") or {}).get("changes") or (
         state_files(ctx.state, summary["generation"])["changes"] if manifest else None)
     if not manifest.get("previous") and not indexnow_first_generation:

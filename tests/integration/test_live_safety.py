@@ -487,3 +487,39 @@ def test_the_served_manifest_names_no_private_state(s3_bucket: Any, tmp_path: Pa
         assert b"_state" not in body and b"s3://" not in body, key
     # The run still finds its snapshot (from --state): the second run diffed against it.
     assert _manifest(out)["counts"]["unchanged"] == 80
+
+
+def test_a_broken_older_generation_manifest_is_reported_and_stops_nothing(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 40 (16): a kept generation's own manifest truncated. status says so (exit 1);
+    later runs, gc, feed and report go on without it; gc deletes no shard while it is kept
+    (which files it needs is unknown)."""
+    out = str(tmp_path / "out")
+    a = run(opts(inventory(tmp_path, 100, "a.parquet"), out))["generation"]
+    a_shards = _shard_keys(out)
+    run(opts(inventory(tmp_path, 100, "b.parquet", 50), out, run_time=T0 + timedelta(hours=1)))
+    store = storage.open_storage(out)
+    key = f"generations/{a}/manifest.json"
+    store.write_bytes(key, store.read_bytes(key)[:40])
+    assert main(["-q", "status", "--out", out, "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert report["broken_generations"] == [a] and not report["ok"]
+    assert a not in [g["generation"] for g in report["generations"]]
+    inv = inventory(tmp_path, 100, "c.parquet", 80)
+    assert main(["-q", "run", "--inventory", inv, "--site-url", SITE, "--out", out,
+                 "--gc-grace-hours", "0"]) == 0
+    assert a_shards <= _shard_keys_stored(store)  # a is kept: none of its shards went
+    assert main(["-q", "gc", "--out", out, "--grace-hours", "0"]) == 0
+    assert a_shards <= _shard_keys_stored(store)
+    assert main(["-q", "feed", "--out", out]) == 0
+    assert main(["-q", "report", "--out", out]) == 0
+    capsys.readouterr()
+    assert main(["-q", "report", "--out", out, "--generation", a]) == 2
+    assert f"cannot report on generation {a}" in capsys.readouterr().err
+    # Once it is no longer kept, gc collects as usual.
+    gc(out, storage.join(out, "_state"), keep=1, grace_hours=0, keep_days=0)
+    assert not store.exists(key) and status(out).ok
+
+
+def _shard_keys_stored(store: storage.Storage) -> set[str]:
+    return set(store.keys("sitemaps/"))
