@@ -184,6 +184,12 @@ def parse_sites(data: dict[str, Any], source: str = "<sites>") -> list[SiteConfi
         if twin is not None:
             raise ConfigError(f"{where}: out {site.out!r} is also the out of [sites.{twin.name}]"
                               ": give each site its own output")
+        # Nor may two share a state: gc of one would delete the other's snapshots.
+        twin = next((o for o in out if _same_uri(o.state_uri, site.state_uri)), None)
+        if twin is not None:
+            raise ConfigError(f"{where}: state {site.state_uri!r} is also the state of "
+                              f"[sites.{twin.name}]: give each site its own state (set it per "
+                              "site, or leave it out: <out>/_state)")
         out.append(site)
     return out
 

@@ -156,17 +156,15 @@ def test_a_work_folder_not_below_its_root_is_refused(root: str, work: str) -> No
     check_below(root, root + "/run-1")
 
 
-@pytest.mark.parametrize("shared", ["work", "state"])
-def test_two_sites_sharing_a_work_root_never_share_a_work_folder(
-        shared: str, tmp_path: Path) -> None:
-    """Every site's DAG has the same run id at a cron tick: with `work` (or `state`) set once
-    in [defaults], `<work>/scheduled__<tick>` was one folder for two sites, and each
-    published the other's URLs."""
+def test_two_sites_sharing_a_work_root_never_share_a_work_folder(tmp_path: Path) -> None:
+    """Every site's DAG has the same run id at a cron tick: with `work` set once in
+    [defaults], `<work>/scheduled__<tick>` was one folder for two sites, and each published
+    the other's URLs. (A `state` set once there is refused: see the next test.)"""
     from pipeline.layout import RUN_ID_PATTERN
     from pipeline.orchestration import work_folder_name
     from pipeline.steps import run_work_folder
 
-    data = {"defaults": {shared: str(tmp_path / shared)},
+    data = {"defaults": {"work": str(tmp_path / "work")},
             "sites": {"a": {**BASE, "out": "s3://sitemaps/a/"},
                       "b": {**BASE, "out": "s3://sitemaps/b/"}}}
     a, b = sites.parse_sites(data)
@@ -179,6 +177,16 @@ def test_two_sites_sharing_a_work_root_never_share_a_work_folder(
     assert work_folder_name("sitemaps_a__x", "y") != work_folder_name("sitemaps_a", "x__y")
     (long,) = sites.parse_sites({"sites": {"w" * 200: BASE}})
     assert re.fullmatch(RUN_ID_PATTERN, work_folder_name(long.dag_id, tick))
+
+
+def test_two_sites_with_one_state_are_refused(tmp_path: Path) -> None:
+    """Issue 40 (4): gc of one output deleted the other's snapshots in a shared state."""
+    data = {"defaults": {"state": str(tmp_path / "state")},
+            "sites": {"a": {**BASE, "out": "s3://sitemaps/a/"},
+                      "b": {**BASE, "out": "s3://sitemaps/b/"}}}
+    with pytest.raises(ConfigError, match=r"\[sites.b\]: state .* is also the state of "
+                                          r"\[sites.a\]"):
+        sites.parse_sites(data)
 
 
 @pytest.mark.parametrize("other", ["s3://sitemaps/www/", "s3://sitemaps/www", "s3://sitemaps/www//"])
