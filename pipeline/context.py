@@ -5,9 +5,9 @@ reads it. It crosses process boundaries as a small JSON-able dict (`to_dict` /
 `from_dict`): the DAG hands it to every task through XCom. What a step hands on to
 the next (its parts, the live shard keys) is written under the work prefix, not here.
 
-A step returns its result type; `summary()` is the line the CLI (`pipeline.run`, at
-INFO) and the DAG's task log both write; `to_dict()` is what XCom and the run summary
-carry.
+A step returns its result type; `line()` (its `summary()` and what it read and wrote, its
+`io`: pipeline.taskio) is the line the CLI (`pipeline.run`, at INFO) and the DAG's task log
+both write; `to_dict()` is what XCom and the run summary carry, `io` included.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from datetime import datetime
 from typing import Any
 
 from pipeline.settings import Limits, RunOptions
+from pipeline.taskio import TaskIO
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,8 @@ class RunContext:
     #: begin took no identity (the run does the work whatever it is): load takes it from the
     #: rows it reads, and publish records load's.
     identity_at_load: bool = False
+    #: What begin read and wrote (pipeline.taskio).
+    io: TaskIO = field(default_factory=TaskIO)
 
     def summary(self) -> str:
         return (f"begin: generation {self.generation} at {self.run_time}, live "
@@ -81,11 +84,18 @@ class RunContext:
         o = d["options"]
         options = RunOptions(**{**o, "limits": Limits(**o["limits"]), "run_time": (
             datetime.fromisoformat(o["run_time"]) if o["run_time"] else None)})
-        return cls(**{**d, "options": options, "warnings": tuple(d["warnings"])})
+        return cls(**{**d, "options": options, "warnings": tuple(d["warnings"]),
+                      "io": TaskIO.from_dict(d.get("io"))})
+
+    def line(self) -> str:
+        return f"{self.summary()}; {self.io.line()}"
 
 
 class StepResult:
-    """A step's result: `to_dict()` for XCom and the run summary, `summary()` for the log."""
+    """A step's result: `to_dict()` for XCom and the run summary, `line()` for the log.
+    Every result type has a field `io`, what the step read and wrote (pipeline.taskio)."""
+
+    io: TaskIO
 
     def to_dict(self) -> dict[str, Any]:
         assert dataclasses.is_dataclass(self)
@@ -93,6 +103,10 @@ class StepResult:
 
     def summary(self) -> str:
         raise NotImplementedError
+
+    def line(self) -> str:
+        """The step's one log line: its summary, then what it read and wrote."""
+        return f"{self.summary()}; {self.io.line()}"
 
 
 @dataclass(frozen=True)
@@ -108,6 +122,8 @@ class LoadCounts(StepResult):
     seconds: float
     #: The diff's hash partitions: the run's option, else automatic.
     diff_partitions: int
+    #: What the step read and wrote (pipeline.taskio).
+    io: TaskIO = field(default_factory=TaskIO, kw_only=True)
 
     def summary(self) -> str:
         return (f"load: {self.input_rows:,} input rows, {self.valid_rows:,} valid, "
@@ -123,9 +139,11 @@ class DiffCounts(StepResult):
     seconds: float
     partitions: int
     partition: int | None = None
+    #: What the step read and wrote (pipeline.taskio).
+    io: TaskIO = field(default_factory=TaskIO, kw_only=True)
 
     def to_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {**self.counts, "seconds": self.seconds}
+        d: dict[str, Any] = {**self.counts, "seconds": self.seconds, "io": self.io.to_dict()}
         if self.partition is not None:
             d["partition"] = self.partition
         d["partitions"] = self.partitions
@@ -146,6 +164,8 @@ class PlanSliceCounts(StepResult):
     split: int
     merged: int
     seconds: float
+    #: What the step read and wrote (pipeline.taskio).
+    io: TaskIO = field(default_factory=TaskIO, kw_only=True)
 
     def summary(self) -> str:
         return (f"plan slice {self.slice}: {self.urls:,} URLs in {self.shards} shards "
@@ -161,6 +181,8 @@ class PlanCounts(StepResult):
     seconds: float
     #: The render batches: lists of shard ids, about `render_batch_bytes` each.
     batches: list[list[str]] = field(default_factory=list)
+    #: What the step read and wrote (pipeline.taskio).
+    io: TaskIO = field(default_factory=TaskIO, kw_only=True)
 
     def counts(self) -> dict[str, Any]:
         """The counts without the batches, their number instead (XCom `summary`)."""
@@ -177,6 +199,8 @@ class DryRunReport(StepResult):
     live_generation: str | None
     counts: dict[str, Any]
     changes_uris: list[str]
+    #: What the step read and wrote (pipeline.taskio).
+    io: TaskIO = field(default_factory=TaskIO, kw_only=True)
 
     def summary(self) -> str:
         c = self.counts
@@ -195,6 +219,8 @@ class RenderCounts(StepResult):
     bytes: int
     gzip_bytes: int
     name: str = "all"
+    #: What the step read and wrote (pipeline.taskio).
+    io: TaskIO = field(default_factory=TaskIO, kw_only=True)
 
     def to_dict(self) -> dict[str, Any]:
         return {k: v for k, v in dataclasses.asdict(self).items() if k != "name"}
@@ -214,6 +240,8 @@ class StateCounts(StepResult):
     #: Why nothing was stored here ("" when it was): publish stores the state if it makes
     #: a generation.
     deferred: str = ""
+    #: What the step read and wrote (pipeline.taskio).
+    io: TaskIO = field(default_factory=TaskIO, kw_only=True)
 
     def summary(self) -> str:
         if self.deferred:
@@ -231,6 +259,8 @@ class PublishSummary(StepResult):
     root_index_files: list[str]
     counts: dict[str, Any]
     warnings: list[str]
+    #: What the step read and wrote (pipeline.taskio).
+    io: TaskIO = field(default_factory=TaskIO, kw_only=True)
 
     def summary(self) -> str:
         c = self.counts
@@ -248,15 +278,17 @@ class GcCounts(StepResult):
     deleted: int = 0
     deleted_state: int = 0
     aborted_uploads: int = 0
+    #: What the step read and wrote (pipeline.taskio).
+    io: TaskIO = field(default_factory=TaskIO, kw_only=True)
 
     def to_dict(self) -> dict[str, Any]:
         if self.skipped:
-            return {"skipped": True}
+            return {"skipped": True, "io": self.io.to_dict()}
         return {"deleted": self.deleted, "deleted_state": self.deleted_state,
-                "aborted_uploads": self.aborted_uploads}
+                "aborted_uploads": self.aborted_uploads, "io": self.io.to_dict()}
 
     def summary(self) -> str:
-        return "gc: " + ", ".join(f"{k} {v}" for k, v in self.to_dict().items())
+        return "gc: " + ", ".join(f"{k} {v}" for k, v in self.to_dict().items() if k != "io")
 
 
 @dataclass(frozen=True)
@@ -264,9 +296,11 @@ class NotifyCounts(StepResult):
     """What notify did (pipeline.notify.notify_step's counts: feed, report, IndexNow)."""
 
     counts: dict[str, Any]
+    #: What the step read and wrote (pipeline.taskio).
+    io: TaskIO = field(default_factory=TaskIO, kw_only=True)
 
     def to_dict(self) -> dict[str, Any]:
-        return dict(self.counts)
+        return {**self.counts, "io": self.io.to_dict()}
 
     def summary(self) -> str:
         return "notify: " + ", ".join(f"{k} {v}" for k, v in self.counts.items())

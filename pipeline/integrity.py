@@ -33,8 +33,9 @@ def describe(uri: str) -> dict[str, Any]:
     return {"bytes": size, "sha256": sha.hexdigest(), "rows": rows}
 
 
-def verify(uri: str, expected: dict[str, Any], what: str, recovery: str) -> None:
-    """Raises LiveStateCorrupt (exit 2) naming `recovery` unless `uri` is what was recorded."""
+def verify(uri: str, expected: dict[str, Any], what: str, recovery: str) -> dict[str, Any]:
+    """Raises LiveStateCorrupt (exit 2) naming `recovery` unless `uri` is what was recorded;
+    returns what it found (`describe`)."""
     import pyarrow as pa
 
     try:
@@ -48,3 +49,4 @@ def verify(uri: str, expected: dict[str, Any], what: str, recovery: str) -> None
         detail = ", ".join(f"{k} {found[k]} instead of {expected[k]}" for k in wrong)
         raise LiveStateCorrupt(f"{what} {uri} is not the file its generation recorded ({detail}); "
                                f"{recovery}")
+    return found

@@ -24,6 +24,7 @@ from typing import Any
 from pipeline.context import PublishSummary, RunContext, StepResult
 from pipeline.settings import RunOptions, help_text
 from pipeline.sites import SiteConfig
+from pipeline.taskio import TaskIO
 
 log = logging.getLogger("sitemaps.dag")
 
@@ -256,7 +257,7 @@ def rollback(site: SiteConfig) -> bool:
 
 def _logged(result: StepResult) -> dict[str, Any]:
     """Logs the step's summary line (the line the CLI logs) and returns its XCom value."""
-    log.info("%s", result.summary())
+    log.info("%s", result.line())
     return result.to_dict()
 
 
@@ -337,7 +338,7 @@ def plan_counts(site: SiteConfig, ctx: dict[str, Any]) -> list[list[str]]:
         planned = steps.plan_combine_step(run)
         report = steps.dry_run_summary(run) if run.dry_run else None
     ti = _context()["ti"]
-    log.info("%s", planned.summary())
+    log.info("%s", planned.line())
     ti.xcom_push(key="summary", value=planned.counts())
     if report is None:
         return planned.batches
@@ -402,7 +403,8 @@ def notify(site: SiteConfig, ctx: dict[str, Any], summary: dict[str, Any]) -> di
     from pipeline import steps
 
     with step(site):
-        return _logged(steps.notify_step(RunContext.from_dict(ctx), PublishSummary(**summary)))
+        published = PublishSummary(**{**summary, "io": TaskIO.from_dict(summary.get("io"))})
+        return _logged(steps.notify_step(RunContext.from_dict(ctx), published))
 
 
 def finish(site: SiteConfig, ctx: dict[str, Any]) -> None:

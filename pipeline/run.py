@@ -18,6 +18,7 @@ from pipeline import hugepages, steps
 from pipeline.context import PublishSummary, RunContext
 from pipeline.progress import QUIET, Progress
 from pipeline.settings import RunOptions
+from pipeline.taskio import Meter, TaskIO
 
 __all__ = ["RunOptions", "dry_run", "run"]
 
@@ -33,7 +34,9 @@ STATE_BESIDE_RENDER_ROWS = 100_000
 def run(opts: RunOptions, progress: Progress = QUIET) -> dict[str, Any]:
     """Run every step; returns the run summary (its counts are also in the manifest).
 
-    Each step's result is logged as its `summary()` line, the line the DAG's task logs.
+    Each step's result is logged as its `line()`, the line the DAG's task logs. The
+    summary's `stage_io` adds up what each stage read and wrote (pipeline.taskio): the rows
+    and files its steps counted, the process's bytes while it ran.
     A run of the live generation's own input and options (pipeline.unchanged) runs no
     stage before notify: its summary says `unchanged`.
     """
@@ -48,6 +51,7 @@ def run(opts: RunOptions, progress: Progress = QUIET) -> dict[str, Any]:
                   + (": the inventory's rows and the options are the live generation's"
                      if ctx.unchanged else ""))
     seconds: dict[str, float] = {}
+    io: dict[str, TaskIO] = {"begin": ctx.io}
     # Each stage's CPU (user and system, every thread of the process): with its wall time,
     # how many cores the stage kept busy.
     cpu = {"begin": round(time.process_time() - started_cpu, 3)}
@@ -55,23 +59,26 @@ def run(opts: RunOptions, progress: Progress = QUIET) -> dict[str, Any]:
         if ctx.unchanged:
             progress.step("publish")
             published = steps.publish_step(ctx, [])
-            log.info("%s", published.summary())
+            io["publish"] = published.io
+            log.info("%s", published.line())
             progress.done(f"generation {published.generation} unchanged, still live: the "
                           "inventory's rows and the options are its own")
         else:
-            published = _build(ctx, progress, seconds, cpu)
+            published = _build(ctx, progress, seconds, cpu, io)
         summary = published.to_dict()
         summary["unchanged"] = ctx.unchanged
         if steps.notifies(ctx):
             progress.step("notify")
-            with _stage("notify", seconds, cpu):
+            with _stage("notify", seconds, cpu, io) as meter:
                 notified = steps.notify_step(ctx, published)
-            log.info("%s", notified.summary())
+                meter.include(notified.io)
+            log.info("%s", notified.line())
             summary["notify"] = notified.to_dict()
             progress.done(_notify_line(summary["notify"]))
         progress.step("gc")
         collected = steps.gc_step(ctx)
-        log.info("%s", collected.summary())
+        io["gc"] = collected.io
+        log.info("%s", collected.line())
         summary["gc"] = collected.to_dict()
         progress.done(_gc_line(summary["gc"]))
     finally:
@@ -79,58 +86,70 @@ def run(opts: RunOptions, progress: Progress = QUIET) -> dict[str, Any]:
     summary["seconds"] = round(time.monotonic() - started, 3)
     summary["stage_seconds"] = seconds
     summary["stage_cpu_seconds"] = cpu
+    summary["stage_io"] = {stage: stage_io.to_dict() for stage, stage_io in io.items()}
     log.info("run: generation %s %s in %.1f s", summary["generation"],
              "published" if summary["published"] else "unchanged", summary["seconds"])
     return summary
 
 
 @contextlib.contextmanager
-def _stage(stage: str, seconds: dict[str, float], cpu: dict[str, float]) -> Iterator[None]:
+def _stage(stage: str, seconds: dict[str, float], cpu: dict[str, float],
+           io: dict[str, TaskIO]) -> Iterator[Meter]:
     """Puts the wall seconds within into `seconds[stage]`, the process's CPU seconds (every
-    thread) into `cpu[stage]`."""
+    thread) into `cpu[stage]`, and what the stage read and wrote into `io[stage]`: the
+    rows and files of the steps given to the meter it yields (`include`), the process's
+    bytes within (counted once, though state runs beside render)."""
     started, started_cpu = time.monotonic(), time.process_time()
+    meter = Meter()
     try:
-        yield
+        yield meter
     finally:
         seconds[stage] = round(time.monotonic() - started, 3)
         cpu[stage] = round(time.process_time() - started_cpu, 3)
+        io[stage] = meter.done()
 
 
 def _build(ctx: RunContext, progress: Progress, seconds: dict[str, float],
-           cpu: dict[str, float]) -> PublishSummary:
+           cpu: dict[str, float], io: dict[str, TaskIO]) -> PublishSummary:
     """load, diff, plan, render, publish; each stage's wall seconds go to `seconds`, its CPU
-    seconds to `cpu` (_stage)."""
-    with _stage("load", seconds, cpu):
+    seconds to `cpu`, what it read and wrote to `io` (_stage)."""
+    with _stage("load", seconds, cpu, io) as meter:
         loaded = steps.load_step(ctx, progress)
-    log.info("%s", loaded.summary())
+        meter.include(loaded.io)
+    log.info("%s", loaded.line())
     partitions = steps.diff_partitions(ctx)
     progress.step("diff against the live generation"
                   + (f" ({partitions} partitions)" if partitions > 1 else ""))
-    with _stage("diff", seconds, cpu):
+    with _stage("diff", seconds, cpu, io) as meter:
         diffed = steps.diff_step(ctx)  # the partitions one after the other, each join bounded
-    log.info("%s", diffed.summary())
+        meter.include(diffed.io)
+    log.info("%s", diffed.line())
     c = diffed.counts
     progress.done(f"{c['added']:,} added, {c['changed']:,} changed, {c['removed']:,} removed")
     progress.step("plan shards")
-    with _stage("plan", seconds, cpu):
+    with _stage("plan", seconds, cpu, io) as meter:
         planned = steps.plan_step(ctx)
-    log.info("%s", planned.summary())
+        meter.include(planned.io)
+    log.info("%s", planned.line())
     progress.done(f"{planned.shards:,} shards, {planned.to_render:,} to write")
     progress.step("render")  # render shows its own line only when it has shards to write
     # The state (the snapshot above all) needs only the plan: it is stored on a thread of
     # its own while render writes the shards, as the DAG's state task runs beside render's.
-    with _stage("render", seconds, cpu), \
+    with _stage("render", seconds, cpu, io) as meter, \
             ThreadPoolExecutor(1, thread_name_prefix="state") as beside:
         stored = beside.submit(steps.state_step, ctx) \
             if loaded.valid_rows >= STATE_BESIDE_RENDER_ROWS else None
         rendered = steps.render_step(ctx, None, progress=progress)
-        log.info("%s", rendered.summary())
+        meter.include(rendered.io)
+        log.info("%s", rendered.line())
         if stored is not None:
-            log.info("%s", stored.result().summary())
+            meter.include(stored.result().io)
+            log.info("%s", stored.result().line())
     progress.step("publish")
-    with _stage("publish", seconds, cpu):
+    with _stage("publish", seconds, cpu, io) as meter:
         published = steps.publish_step(ctx, [rendered.uri])
-    log.info("%s", published.summary())
+        meter.include(published.io)
+    log.info("%s", published.line())
     progress.done(f"generation {published.generation} "
                   + ("live" if published.published else "unchanged, still live"))
     return published

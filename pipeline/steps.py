@@ -9,6 +9,7 @@ XCom. Nothing but URIs and counts is ever passed between steps.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
@@ -50,6 +51,7 @@ from pipeline.render import RenderedFile
 from pipeline.settings import RunOptions, environment
 from pipeline.snapshot import StoredState, save_state
 from pipeline.state_owner import check_owner
+from pipeline.taskio import Meter
 from pipeline.urls import Site
 from pipeline.w3c import parse_w3c
 
@@ -75,7 +77,10 @@ def check_below(root: str, work: str) -> None:
 
 
 def begin(opts: RunOptions) -> RunContext:
-    """Reads the live manifest (its version is what the commit will be conditional on)."""
+    """Reads the live manifest (its version is what the commit will be conditional on).
+    Its `io` counts the inventory's footers and, when it takes the input's identity, every
+    inventory row; and the live snapshot, which it checks whole."""
+    meter = Meter()
     environment()  # every SITEMAPS_* variable checked (ConfigError) before any work
     run_time = (opts.run_time or datetime.now(UTC)).astimezone(UTC).replace(microsecond=0)
     site = Site.parse(opts.site_url)
@@ -110,9 +115,10 @@ def begin(opts: RunOptions) -> RunContext:
         from pipeline import integrity
 
         assert live.manifest is not None
-        integrity.verify(snapshot, (live.manifest.get("state_check") or {}).get("snapshot", {}),
+        found = integrity.verify(snapshot, (live.manifest.get("state_check") or {}).get("snapshot", {}),
                          f"the snapshot of the live generation {live.generation}",
                          f"nothing was published; restore that file, or {repair_hint(opts.out)}")
+        meter.read(rows=found["rows"], files=1)
     # A live shard that is missing (or of another size) is not reused: plan gives it its
     # rows and render uploads it again.
     gone = set(missing_files(storage.open_storage(opts.out), live.manifest)) if live.manifest \
@@ -121,7 +127,7 @@ def begin(opts: RunOptions) -> RunContext:
         log.warning("begin: %d file(s) of the live generation are missing, e.g. %s; this run "
                     "uploads its shards again", len(gone), min(gone))
     identity, skip_reason, identity_at_load = _input_identity(opts, site, public, live.manifest,
-                                                              len(gone))
+                                                              len(gone), meter)
     # Last: nothing after the work folder is made may fail without removing it.
     if opts.work:
         base = opts.work
@@ -155,7 +161,9 @@ def begin(opts: RunOptions) -> RunContext:
             shutil.rmtree(base, ignore_errors=True)
             release_work_folder(base)
         raise
-    log.info("begin: generation %s, live generation %s", generation, live.generation or "none")
+    ctx = dataclasses.replace(ctx, io=meter.done())
+    log.info("begin: generation %s, live generation %s; %s", generation,
+             live.generation or "none", ctx.io.line())
     if ctx.unchanged:
         log.info("begin: the inventory's rows and the options are those of the live generation "
                  "%s: nothing to do (--rebuild does the work anyway)", live.generation)
@@ -165,7 +173,7 @@ def begin(opts: RunOptions) -> RunContext:
 
 
 def _input_identity(opts: RunOptions, site: Site, public: str, live: Manifest | None,
-                    missing: int) -> tuple[str | None, str | None, bool]:
+                    missing: int, meter: Meter) -> tuple[str | None, str | None, bool]:
     """(the input's identity, why the run does the work: None when it can skip it, whether
     load takes the identity instead). A dry run, or one against another snapshot, always
     does the work, and takes no identity. A run that must do the work whatever the identity
@@ -187,11 +195,13 @@ def _input_identity(opts: RunOptions, site: Site, public: str, live: Manifest | 
             rows = inventory_rows(files)
         except InventoryError:  # load says what is wrong
             rows = None
+        meter.read(files=len(files))
     regardless = unchanged.work_regardless(live, live_identity, force=opts.force,
                                            missing_files=missing, rebuild=opts.rebuild, rows=rows)
     if regardless is not None:
         return None, regardless, True
     identity = unchanged.input_identity(files, identity_options(opts, site.prefix, public))
+    meter.read(rows=rows or 0, files=len(files))  # the identity's scan of every row
     return identity, unchanged.why_not_skipped(live, live_identity, identity, force=opts.force,
                                               missing_files=missing, rebuild=opts.rebuild,
                                               rows=rows), False
@@ -257,14 +267,18 @@ def check_rejects(input_rows: int, rejected: dict[str, int], max_share: float) -
 
 def load_step(ctx: RunContext, progress: Any = None) -> LoadCounts:
     """Loads the inventory; its counts include `diff_partitions`, the diff's partitions.
-    An unchanged run (begin) loads nothing: the live generation's counts, no partition."""
+    An unchanged run (begin) loads nothing: the live generation's counts, no partition.
+    Its `io`: every inventory row and file, and the live snapshot's rows where it counts
+    them by diff partition."""
+    meter = Meter()
     renew_lease(ctx)
     if ctx.unchanged:
         c = _live_counts(ctx)
         return LoadCounts(input_rows=c["input_rows"], valid_rows=c["published"],
                           rejected=c["rejected"], rejected_rows=c["rejected_rows"],
                           not_indexable=c.get("not_indexable", 0),
-                          dropped_fields=c["dropped_fields"], seconds=0.0, diff_partitions=0)
+                          dropped_fields=c["dropped_fields"], seconds=0.0, diff_partitions=0,
+                          io=meter.done())
     from pipeline import unchanged
     from pipeline.diff import (
         SNAPSHOT_SPLIT_PARTITIONS,
@@ -289,6 +303,7 @@ def load_step(ctx: RunContext, progress: Any = None) -> LoadCounts:
                   # run compares with (pipeline.unchanged): not for a dry run
                   row_hashes=ctx.identity_at_load or (
                       ctx.options.check_writable and not ctx.options.compare_snapshot))
+    meter.read(rows=result.input_rows, files=len(result.files))
     options = identity_options(ctx.options, ctx.site_url, ctx.public_url)
     identity = unchanged.identity_of(result.row_sums, options) if ctx.identity_at_load else None
     sections = unchanged.section_identities(result.section_sums, result.row_sums, options)
@@ -316,12 +331,14 @@ def load_step(ctx: RunContext, progress: Any = None) -> LoadCounts:
     else:
         previous_rows = previous_partition_rows(ctx.snapshot, partitions,
                                                 unchanged_sections=list(kept))
+    if ctx.snapshot:  # one scan of the snapshot's rows (those of unchanged sections left out)
+        meter.read(rows=sum(previous_rows), files=1)
     counts = LoadCounts(
         input_rows=result.input_rows, valid_rows=result.valid_rows, rejected=result.rejected,
         rejected_rows=result.rejected_rows, not_indexable=result.not_indexable,
         dropped_fields=result.field_issues,
         seconds=round(result.seconds + time.monotonic() - started, 3),
-        diff_partitions=partitions)
+        diff_partitions=partitions, io=meter.done())
     _save(ctx, "load.json", {**counts.to_dict(), "valid": asdict(result.valid),
                              "rejects_uri": result.rejects_uri,
                              "previous_partition_rows": previous_rows,
@@ -350,7 +367,10 @@ DIFF_RESULTS = Parts(
 
 
 def diff_partition_step(ctx: RunContext, partition: int) -> DiffCounts:
-    """Diffs one hash partition; writes its parts and `diff-NNNNN.json` (counts and URIs)."""
+    """Diffs one hash partition; writes its parts and `diff-NNNNN.json` (counts and URIs).
+    Its `io`: the partition's rows of this run (added, changed or unchanged) and of the
+    snapshot (changed, unchanged or removed), each row read once by the join."""
+    meter = Meter()
     from pipeline.diff import diff
     from pipeline.diffed import ValidRows
 
@@ -367,7 +387,14 @@ def diff_partition_step(ctx: RunContext, partition: int) -> DiffCounts:
                   previous_files=previous_files,
                   unchanged_sections=sorted(unchanged_sections(ctx)),
                   section_stats=loaded.get("first_run_sections"))
-    counts = DiffCounts(result.counts(), round(result.seconds, 3), partitions, partition)
+    meter.read(rows=result.added + result.changed + result.unchanged,
+               files=len(ValidRows.from_json(loaded["valid"]).normalized_files(partition,
+                                                                                partitions)))
+    if ctx.snapshot:
+        meter.read(rows=result.changed + result.unchanged + result.removed,
+                   files=len(previous_files) if previous_files else 1)
+    counts = DiffCounts(result.counts(), round(result.seconds, 3), partitions, partition,
+                        io=meter.done())
     DIFF_RESULTS.write(_work(ctx), partition, partitions, {
         **counts.to_dict(), "diffed_uris": result.diffed_uris,
         "changes_uris": result.changes_uris, "view": result.view})
@@ -379,16 +406,19 @@ def diff_combine_step(ctx: RunContext) -> DiffCounts:
 
     Fails, naming them, when partitions are missing (their diff task did not finish).
     """
+    meter = Meter()
     renew_lease(ctx)
     from pipeline.diff import DiffResult, combine
 
     partitions = diff_partitions(ctx)
     parts = DIFF_RESULTS.gather(_work(ctx), partitions, partitions, where=ctx.work)
     result = combine([DiffResult(**{k: v for k, v in d.items()
-                                    if k not in ("partition", "partitions")}) for d in parts])
+                                    if k not in ("partition", "partitions", "io")})
+                      for d in parts])
     # The rows of the sections left out as unchanged (pipeline.unchanged) are all unchanged.
     result.unchanged += sum(s["rows"] for s in unchanged_sections(ctx).values())
-    counts = DiffCounts(result.counts(), round(result.seconds, 3), partitions)
+    counts = DiffCounts(result.counts(), round(result.seconds, 3), partitions,
+                        io=meter.done())
     _save(ctx, "diff.json", {**counts.to_dict(), "diffed_uris": result.diffed_uris,
                              "changes_uris": result.changes_uris, "view": result.view})
     if partitions > 1:
@@ -399,10 +429,13 @@ def diff_combine_step(ctx: RunContext) -> DiffCounts:
 
 
 def diff_step(ctx: RunContext) -> DiffCounts:
-    """Diffs every partition, one after the other, then combines them (the CLI's way)."""
+    """Diffs every partition, one after the other, then combines them (the CLI's way); its
+    `io` is the whole stage's, the partitions' rows and files added up."""
+    meter = Meter()
     for partition in range(diff_partitions(ctx)):
-        diff_partition_step(ctx, partition)
-    return diff_combine_step(ctx)
+        part = diff_partition_step(ctx, partition).io
+        meter.read(rows=part.rows_read, files=part.files_read)
+    return dataclasses.replace(diff_combine_step(ctx), io=meter.done())
 
 
 def plan_prepare_step(ctx: RunContext) -> list[int]:
@@ -421,14 +454,18 @@ def plan_prepare_step(ctx: RunContext) -> list[int]:
 
 
 def plan_slice_step(ctx: RunContext, slice: int) -> PlanSliceCounts:
-    """Plans one slice: its part and `plan-slice-NNNNN.json`; a retry rewrites both."""
+    """Plans one slice: its part and `plan-slice-NNNNN.json`; a retry rewrites both.
+    Its `io`: the slice's rows, the URLs it planned."""
+    meter = Meter()
     from pipeline.plan import plan_slice
 
     result = plan_slice(ctx.work, slice, ctx.options.limits,
                         output_format=ctx.options.format, reuse_keys=_reuse_keys(ctx))
-    return PlanSliceCounts(slice=slice, shards=len(result.shards),
-                           urls=sum(s.urls for s in result.shards), split=result.split,
-                           merged=result.merged, seconds=round(result.seconds, 3))
+    urls = sum(s.urls for s in result.shards)
+    meter.read(rows=urls)
+    return PlanSliceCounts(slice=slice, shards=len(result.shards), urls=urls,
+                           split=result.split, merged=result.merged,
+                           seconds=round(result.seconds, 3), io=meter.done())
 
 
 def _reuse_keys(ctx: RunContext) -> frozenset[str]:
@@ -438,7 +475,9 @@ def _reuse_keys(ctx: RunContext) -> frozenset[str]:
 
 def plan_combine_step(ctx: RunContext, batch_bytes: int | None = None) -> PlanCounts:
     """Gathers the slices into `shards.json` and `plan.json`; returns the counts and the
-    render batches (lists of shard uids, by bytes)."""
+    render batches (lists of shard uids, by bytes). Its `io` counts no row: it reads the
+    slices' results, not their rows."""
+    meter = Meter()
     from pipeline.plan import Shard, combine
 
     result = combine(ctx.work, kept=[Shard(**d) for section in unchanged_sections(ctx).values()
@@ -457,7 +496,7 @@ def plan_combine_step(ctx: RunContext, batch_bytes: int | None = None) -> PlanCo
         size += s.body_bytes
     counts = PlanCounts(shards=len(result.shards), to_render=sum(map(len, batches)),
                         split=result.split, merged=result.merged,
-                        seconds=round(result.seconds, 3), batches=batches)
+                        seconds=round(result.seconds, 3), batches=batches, io=meter.done())
     # The prepare's token makes a plan made again another plan.json, whose state is stored
     # again (_plan_digest), even when its shards and its seconds come out the same.
     _save(ctx, "plan.json", {**counts.to_dict(), "planned_uris": result.planned_uris,
@@ -468,17 +507,31 @@ def plan_combine_step(ctx: RunContext, batch_bytes: int | None = None) -> PlanCo
 
 def plan_step(ctx: RunContext, batch_bytes: int | None = None) -> PlanCounts:
     """Plans every slice, one sorted while the one before is cut into shards (plan_slices),
-    then combines them (the CLI's way)."""
+    then combines them (the CLI's way); its `io` is the whole stage's: the URLs planned
+    (those of the unchanged sections' kept shards are not read)."""
+    meter = Meter()
     from pipeline.plan import plan_slices
 
     plan_slices(ctx.work, len(plan_prepare_step(ctx)), ctx.options.limits,
                 output_format=ctx.options.format, reuse_keys=_reuse_keys(ctx))
-    return plan_combine_step(ctx, batch_bytes)
+    planned = plan_combine_step(ctx, batch_bytes)
+    kept = sum(d["urls"] for section in unchanged_sections(ctx).values()
+               for d in section["shards"])
+    meter.read(rows=sum(s.urls for s in _planned_shards(ctx)) - kept)
+    return dataclasses.replace(planned, io=meter.done())
+
+
+def _planned_shards(ctx: RunContext) -> list[Any]:
+    from pipeline.plan import load_shards
+
+    return load_shards(_read(ctx, "plan.json")["shards_uri"])
 
 
 def render_step(ctx: RunContext, batch: list[str] | None, name: str = "all",
                 progress: Any = None) -> RenderCounts:
-    """Renders one batch of shards (None: every shard not already published)."""
+    """Renders one batch of shards (None: every shard not already published). Its `io`:
+    the rows of the shards it wrote, in the planned parts that hold them."""
+    meter = Meter()
     renew_lease(ctx)
     from pipeline.plan import load_shards
     from pipeline.progress import QUIET
@@ -492,9 +545,13 @@ def render_step(ctx: RunContext, batch: list[str] | None, name: str = "all",
                    progress=progress or QUIET)
     uri = _save(ctx, f"render-{name}.json", [asdict(f) for f in files if f.written])
     written = [f for f in files if f.written]
+    keys = {f.key for f in written}
+    meter.read(rows=sum(f.urls for f in written),
+               files=len({s.part for s in shards if s.key in keys}))
     return RenderCounts(uri=uri, written=len(written), urls=sum(f.urls for f in written),
                         bytes=sum(f.bytes for f in written),
-                        gzip_bytes=sum(f.gzip_bytes for f in written), name=name)
+                        gzip_bytes=sum(f.gzip_bytes for f in written), name=name,
+                        io=meter.done())
 
 
 def state_step(ctx: RunContext) -> StateCounts:
@@ -506,18 +563,22 @@ def state_step(ctx: RunContext) -> StateCounts:
     for render to end). A run with no shard to render may publish
     nothing (the live generation's content again): its state is left to publish, which
     stores it only for a new generation. Stored for a generation that is never published,
-    the files are gc's, as any unpublished generation's state.
+    the files are gc's, as any unpublished generation's state. Its `io`: the snapshot's
+    rows, read from the planned parts.
     """
+    meter = Meter()
     renew_lease(ctx)
     if ctx.unchanged or ctx.dry_run:
-        return StateCounts(deferred="nothing to publish")
+        return StateCounts(deferred="nothing to publish", io=meter.done())
     started = time.monotonic()
     planned = _read(ctx, "plan.json")
     if not planned["to_render"]:
-        return StateCounts(deferred="no shard to render")
+        return StateCounts(deferred="no shard to render", io=meter.done())
     stored = _save_state(ctx)
     seconds = time.monotonic() - started
-    return StateCounts(snapshot_rows=stored.check["snapshot"]["rows"], seconds=round(seconds, 3))
+    rows = stored.check["snapshot"]["rows"]
+    meter.read(rows=rows, files=len(planned["planned_uris"]))
+    return StateCounts(snapshot_rows=rows, seconds=round(seconds, 3), io=meter.done())
 
 
 def _save_state(ctx: RunContext) -> StoredState:
@@ -537,13 +598,17 @@ def _save_state(ctx: RunContext) -> StoredState:
     return stored
 
 
-def _stored_state(ctx: RunContext) -> StoredState:
-    """The state the state step stored for this plan, else stored now (publish's way)."""
+def _stored_state(ctx: RunContext, meter: Meter) -> StoredState:
+    """The state the state step stored for this plan, else stored now (publish's way: its
+    `meter` then counts the snapshot's rows, as the state step's does)."""
     if _work(ctx).exists(STATE_JSON):
         recorded = _read(ctx, STATE_JSON)
         if recorded.pop("plan", None) == _plan_digest(ctx):
             return StoredState(**recorded)
-    return _save_state(ctx)
+    stored = _save_state(ctx)
+    meter.read(rows=stored.check["snapshot"]["rows"],
+               files=len(_read(ctx, "plan.json")["planned_uris"]))
+    return stored
 
 
 def _plan_digest(ctx: RunContext) -> str:
@@ -553,10 +618,13 @@ def _plan_digest(ctx: RunContext) -> str:
 def publish_step(ctx: RunContext, render_uris: list[str]) -> PublishSummary:
     """Gathers the rendered files, writes indexes and manifest, commits; returns the summary.
     An unchanged run publishes nothing and reports the live generation as a run of the same
-    input would (every URL and shard unchanged)."""
+    input would (every URL and shard unchanged). Its `io` counts the snapshot's rows when
+    it stores the state itself (the state step did not); else no row: it reads the small
+    results of the steps before it and writes the indexes and manifests."""
+    meter = Meter()
     renew_lease(ctx)
     if ctx.unchanged:
-        return _unchanged_summary(ctx)
+        return dataclasses.replace(_unchanged_summary(ctx), io=meter.done())
     from pipeline import unchanged
     from pipeline.plan import load_shards
 
@@ -589,7 +657,7 @@ def publish_step(ctx: RunContext, render_uris: list[str]) -> PublishSummary:
     if live.generation == ctx.generation:
         # A retry of a publish that had committed: report it as published, change nothing.
         assert live.manifest is not None
-        return _summary(ctx, live.manifest, True, counts)
+        return dataclasses.replace(_summary(ctx, live.manifest, True, counts), io=meter.done())
     if live.etag != ctx.live_etag:
         # Published since begin: the conditional write would refuse, and the shards this
         # run reused may be gone from the new live manifest.
@@ -601,7 +669,7 @@ def publish_step(ctx: RunContext, render_uris: list[str]) -> PublishSummary:
         public_url=ctx.public_url, generation=ctx.generation,
         created=ctx.run_datetime, counts=counts,
         max_sitemaps_per_index=ctx.options.limits.max_sitemaps_per_index,
-        save_state=lambda: _stored_state(ctx),
+        save_state=lambda: _stored_state(ctx, meter),
         allow_shrink=ctx.options.allow_shrink, shrink_threshold=ctx.options.shrink_threshold,
         warnings=list(ctx.warnings))
     # The live generation, new or kept, is what this input makes: the next run of the same
@@ -611,7 +679,8 @@ def publish_step(ctx: RunContext, render_uris: list[str]) -> PublishSummary:
     sections = unchanged.sections_to_record(loaded.get("section_identities"),
                                             [asdict(s) for s in shards])
     unchanged.record(ctx.state, result.manifest["generation"], identity, sections, ctx.run_time)
-    return _summary(ctx, result.manifest, result.published, counts)
+    return dataclasses.replace(_summary(ctx, result.manifest, result.published, counts),
+                               io=meter.done())
 
 
 def _still_live(ctx: RunContext) -> Manifest:
@@ -656,15 +725,17 @@ def _summary(ctx: RunContext, m: Manifest, published: bool,
 
 
 def gc_step(ctx: RunContext, dry_run: bool = False) -> GcCounts:
-    """Deletes files no kept generation references (see pipeline.gc)."""
+    """Deletes files no kept generation references (see pipeline.gc); its `io` counts no
+    row (it lists and reads manifests)."""
+    meter = Meter()
     from pipeline.gc import gc
 
     if ctx.options.gc_grace_hours is None:
-        return GcCounts(skipped=True)
+        return GcCounts(skipped=True, io=meter.done())
     result = gc(ctx.out, ctx.state, keep=ctx.options.keep_generations,
                 grace_hours=ctx.options.gc_grace_hours, dry_run=dry_run)
     return GcCounts(deleted=len(result.deleted), deleted_state=len(result.deleted_state),
-                    aborted_uploads=result.aborted_uploads)
+                    aborted_uploads=result.aborted_uploads, io=meter.done())
 
 
 def notifies(ctx: RunContext) -> bool:
@@ -673,13 +744,18 @@ def notifies(ctx: RunContext) -> bool:
 
 
 def notify_step(ctx: RunContext, summary: PublishSummary) -> NotifyCounts:
-    """After publish: the feed, the run report, IndexNow, as the run's options say."""
+    """After publish: the feed, the run report, IndexNow, as the run's options say. Its
+    `io`: a report it wrote scans the live snapshot's rows (their sections and lastmods)."""
+    meter = Meter()
     from pipeline.notify import notify_step as notify
 
-    return NotifyCounts(notify(ctx, summary.to_dict(), indexnow_key=ctx.options.indexnow_key,
-                               indexnow_endpoint=ctx.options.indexnow_endpoint,
-                               key_location=ctx.options.indexnow_key_location,
-                               feed_days=ctx.options.feed_days, report=ctx.options.report))
+    counts = notify(ctx, summary.to_dict(), indexnow_key=ctx.options.indexnow_key,
+                    indexnow_endpoint=ctx.options.indexnow_endpoint,
+                    key_location=ctx.options.indexnow_key_location,
+                    feed_days=ctx.options.feed_days, report=ctx.options.report)
+    if counts.get("report"):
+        meter.read(rows=summary.counts["published"], files=1)
+    return NotifyCounts(counts, io=meter.done())
 
 
 def dry_run_summary(ctx: RunContext) -> DryRunReport:

@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 
 from pipeline.context import GcCounts, PlanCounts, RunContext
 from pipeline.settings import Limits, RunOptions
+from pipeline.taskio import TaskIO
 
 
 def _ctx(run_time: datetime | None) -> RunContext:
@@ -28,10 +29,10 @@ def test_the_context_survives_json() -> None:
 
 
 def test_results_carry_what_xcom_and_the_summary_carried_before() -> None:
-    assert GcCounts(skipped=True).to_dict() == {"skipped": True}
+    assert GcCounts(skipped=True).to_dict() == {"skipped": True, "io": TaskIO().to_dict()}
     assert GcCounts(deleted=2).summary() == "gc: deleted 2, deleted_state 0, aborted_uploads 0"
     plan = PlanCounts(shards=3, to_render=2, split=0, merged=1, seconds=0.5,
                       batches=[["a"], ["b"]])
     assert plan.counts() == {"shards": 3, "to_render": 2, "split": 0, "merged": 1,
-                             "seconds": 0.5, "batches": 2}
+                             "seconds": 0.5, "batches": 2, "io": TaskIO().to_dict()}
     assert plan.summary() == "plan: 3 shards, 2 to render in 2 batches (0 split, 1 merged)"

@@ -71,6 +71,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "pipeline.config", "pipeline.context", "pipeline.sql", "pipeline.parquet",
         "pipeline.parts", "pipeline.storage", "pipeline.urls", "pipeline.extensions",
         "pipeline.sitemap_xml", "pipeline.w3c", "pipeline.hugepages", "pipeline.progress",
+        "pipeline.taskio",
         "pipeline.manifest", "pipeline.integrity", "pipeline.lease", "pipeline.shards",
         "pipeline.diffed", "pipeline.snapshot", "pipeline.unchanged", "pipeline.state_owner",
     ),
