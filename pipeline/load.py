@@ -422,7 +422,8 @@ def first_run_sections(groups: Sequence[dict[str, Any]], slugs: dict[str, str]
 #: added up): rows, rows that gave a lastmod, and the fields dropped.
 ISSUE_COUNTS = ("rows", "lastmod_given", "lastmod_invalid", "changefreq_invalid",
                 "priority_invalid", "images_dropped", "videos_dropped",
-                "alternates_without_self", "deprecated_tags")
+                "alternates_without_self", "deprecated_tags", "extension_fields_invalid",
+                "news_dropped")
 
 
 #: URL hashes sorted at once by dedupe (8 bytes each: 128 MiB at most); more rows take

@@ -19,6 +19,8 @@ SELECT
     coalesce(sum(videos_dropped), 0)::BIGINT AS videos_dropped,
     coalesce(sum(alternates_dropped), 0)::BIGINT AS alternates_without_self,
     coalesce(sum(deprecated_tags), 0)::BIGINT AS deprecated_tags,
+    coalesce(sum(extension_fields_invalid), 0)::BIGINT AS extension_fields_invalid,
+    coalesce(sum(news_dropped), 0)::BIGINT AS news_dropped,
     coalesce(sum(_input_row_hash::HUGEINT), 0) AS hash_sum,
     coalesce(sum(hash(_input_row_hash)::HUGEINT), 0) AS hash_hash_sum,
     coalesce(sum(hash(_input_row_hash, 'duplicate')::HUGEINT)

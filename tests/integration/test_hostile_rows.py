@@ -125,3 +125,95 @@ def test_invalid_utf8_rows_are_rejected_not_fatal(tmp_path: Path) -> None:
     # rows that needed cleaning have no input identity: none is recorded (the next run of
     # them does the work)
     assert not (out / "_state" / "input-identity.json").exists()
+
+
+# Issue 40, item 6: one hostile value per facet of the vendored XSDs (and hreflang's rule).
+_VIDEO = pa.struct([(f, pa.string()) for f in (
+    "thumbnail_loc", "title", "description", "content_loc", "player_loc", "duration",
+    "expiration_date", "rating", "view_count", "publication_date", "family_friendly")])
+_NEWS = pa.struct([(f, pa.string()) for f in (
+    "publication_name", "language", "publication_date", "title")])
+_IMAGE = pa.struct([("loc", pa.string()), ("license", pa.string())])
+_ALT = pa.struct([("hreflang", pa.string()), ("href", pa.string())])
+_EXT_SCHEMA = pa.schema([("url", pa.string()), ("images", pa.list_(_IMAGE)),
+                         ("videos", pa.list_(_VIDEO)), ("news", _NEWS),
+                         ("alternates", pa.list_(_ALT))])
+#: The counters of fields an extension drops.
+_EXT_COUNTS = ("images_dropped", "videos_dropped", "alternates_without_self",
+               "extension_fields_invalid", "news_dropped")
+
+
+def _ext_rows(bad: dict[str, dict[str, str]]) -> list[dict[str, object]]:
+    """One row per extension, every field valid but those `bad` gives (by extension)."""
+    video = {"thumbnail_loc": f"{SITE}t.jpg", "title": "T" * 100, "description": "D" * 2048,
+             "content_loc": f"{SITE}v.mp4", "player_loc": f"{SITE}player",
+             "duration": "28800", "expiration_date": "2027-01-01", "rating": "5",
+             "view_count": "0", "publication_date": "2026-11-01T10:00:00+01:00",
+             "family_friendly": "yes", **bad.get("video", {})}
+    news = {"publication_name": "The Example", "language": "zh-cn",
+            "publication_date": "2026-11-30T22:00:00Z", "title": "N", **bad.get("news", {})}
+    image = {"loc": f"{SITE}i.jpg", "license": f"{SITE}license", **bad.get("image", {})}
+    alt_en = {"hreflang": "en-GB", "href": f"{SITE}h/en", **bad.get("alt", {})}
+    alts = [{"hreflang": "x-default", "href": f"{SITE}h/en"}, alt_en,
+            {"hreflang": "de", "href": f"{SITE}h/de"}]
+    none = {"images": None, "videos": None, "news": None, "alternates": None}
+    return [{**none, "url": f"{SITE}v/1", "videos": [video]},
+            {**none, "url": f"{SITE}n/1", "news": news},
+            {**none, "url": f"{SITE}i/1", "images": [image]},
+            {**none, "url": f"{SITE}h/de", "alternates": alts},
+            {**none, "url": f"{SITE}h/en", "alternates": alts[:1] + alts[2:]}]
+
+
+@pytest.mark.parametrize("bad, counter", [
+    ({}, None),  # every value at its facet's limit: all written
+    ({"video": {"title": "T" * 101}}, "videos_dropped"),  # maxLength 100
+    ({"video": {"description": "D" * 2049}}, "videos_dropped"),  # maxLength 2048
+    ({"video": {"thumbnail_loc": "not a URL"}}, "videos_dropped"),  # anyURI
+    ({"video": {"content_loc": "javascript:x", "player_loc": "/p"}}, "videos_dropped"),
+    ({"video": {"content_loc": "javascript:x"}}, "extension_fields_invalid"),  # anyURI
+    ({"video": {"player_loc": "/relative"}}, "extension_fields_invalid"),  # anyURI
+    ({"video": {"duration": "28801"}}, "extension_fields_invalid"),  # maxInclusive 28800
+    ({"video": {"duration": "-1"}}, "extension_fields_invalid"),  # nonNegativeInteger
+    ({"video": {"expiration_date": "infinity"}}, "extension_fields_invalid"),  # xsd:date
+    ({"video": {"publication_date": "soon"}}, "extension_fields_invalid"),  # xsd:dateTime
+    ({"video": {"rating": "abc"}}, "extension_fields_invalid"),  # xsd:decimal
+    ({"video": {"rating": "nan"}}, "extension_fields_invalid"),  # xsd:decimal
+    ({"video": {"rating": "7.5"}}, "extension_fields_invalid"),  # maxInclusive 5
+    ({"video": {"rating": "-0.5"}}, "extension_fields_invalid"),  # minInclusive 0
+    ({"video": {"view_count": "-5"}}, "extension_fields_invalid"),  # nonNegativeInteger
+    ({"video": {"view_count": "many"}}, "extension_fields_invalid"),
+    ({"video": {"family_friendly": "maybe"}}, "extension_fields_invalid"),  # tYesNo
+    ({"image": {"loc": "relative.jpg"}}, "images_dropped"),  # anyURI, required
+    ({"image": {"license": "javascript:alert(1)"}}, "extension_fields_invalid"),  # anyURI
+    ({"alt": {"hreflang": ""}}, "extension_fields_invalid"),  # Google's rule: a language
+    ({"alt": {"hreflang": "English"}}, "extension_fields_invalid"),
+    ({"alt": {"href": "javascript:x"}}, "extension_fields_invalid"),  # anyURI
+    ({"news": {"language": "en-US"}}, "news_dropped"),  # pattern zh-cn|zh-tw|[a-z]{2,3}
+    ({"news": {"language": "English"}}, "news_dropped"),
+    ({"news": {"language": "EN"}}, "news_dropped"),
+    ({"news": {"publication_date": "yesterday"}}, "news_dropped"),  # xsd:dateTime
+], ids=lambda v: (",".join(f"{k}.{f}" for k, d in v.items() for f in d) or "valid")
+   if isinstance(v, dict) else str(v))
+def test_a_field_failing_its_schema_facet_is_left_out_and_counted(
+        tmp_path: Path, bad: dict[str, dict[str, str]], counter: str | None) -> None:
+    from pipeline.cli import main
+    from pipeline.validate import validate
+
+    rows = _ext_rows(bad)
+    inv = tmp_path / "inv.parquet"
+    pq_write(pa.Table.from_pylist(rows, schema=_EXT_SCHEMA), inv)
+    out = tmp_path / "out"
+    summary = run(RunOptions(inventory=str(inv), site_url=SITE, out=str(out), run_time=T0,
+                             keep_deprecated_tags=True))  # image:license is written
+    dropped = summary["counts"]["dropped_fields"]
+    assert {k: dropped[k] for k in _EXT_COUNTS} == {k: int(k == counter) for k in _EXT_COUNTS}
+    result = validate(str(out))  # lxml against the vendored XSDs, and Google's hreflang rules
+    assert result.ok and result.urls == len(rows), result.problems
+    assert main(["validate", "--out", str(out)]) == 0
+    assert summary["counts"]["news_articles"] == int(counter != "news_dropped")
+
+
+def pq_write(table: pa.Table, path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    pq.write_table(table, path)

@@ -194,7 +194,8 @@ def test_inventory_lastmod_types(tmp_path: Path) -> None:
     assert summary["counts"]["dropped_fields"] == {
         "lastmod_invalid": 1, "changefreq_invalid": 1, "priority_invalid": 1,
         "images_dropped": 0, "videos_dropped": 0, "alternates_without_self": 0,
-        "deprecated_tags": 0, "alternates_not_reciprocal": 0}
+        "deprecated_tags": 0, "extension_fields_invalid": 0, "news_dropped": 0,
+        "alternates_not_reciprocal": 0}
 
 
 def test_lastmods_of_a_year_or_a_month(tmp_path: Path) -> None:

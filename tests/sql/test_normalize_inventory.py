@@ -120,8 +120,9 @@ def test_normalize_inventory_rows(con: duckdb.DuckDBPyConnection) -> None:
         assert row == want
     # no extension columns in this inventory: nothing rendered, nothing dropped
     rest = rel.select("content_hash, ext_xml, images_dropped, videos_dropped, "
-                      "alternates_dropped, deprecated_tags, news_name, news_date").distinct()
-    assert rest.fetchall() == [(None, "", 0, 0, 0, 0, None, None)]
+                      "alternates_dropped, deprecated_tags, extension_fields_invalid, "
+                      "news_dropped, news_name, news_date").distinct()
+    assert rest.fetchall() == [(None, "", 0, 0, 0, 0, 0, 0, None, None)]
 
 
 def test_constant_columns_are_literal_expressions_that_reach_the_output() -> None:
@@ -164,7 +165,8 @@ def test_load_leaves_constant_columns_out_of_the_file_and_the_view_puts_them_bac
     result = load.load(str(inventory), P, str(tmp_path / "work"))
     written = set(pq.ParquetFile(result.normalized_uris[0]).schema_arrow.names)
     left_out = {"content_hash", "ext_xml", "images_dropped", "videos_dropped",
-                "alternates_dropped", "deprecated_tags", "news_name", "news_language",
+                "alternates_dropped", "deprecated_tags", "extension_fields_invalid",
+                "news_dropped", "news_name", "news_language",
                 "news_date", "news_title"}
     assert written.isdisjoint(left_out) and {"url", "url_hash", "lastmod", "reason"} <= written
     con = sql.connect()

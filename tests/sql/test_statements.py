@@ -513,6 +513,7 @@ def test_rejected_rows_and_classified_counts(con: duckdb.DuckDBPyConnection) -> 
         "priority_invalid": [False, False, True, False, False],
         "images_dropped": [3, 9, None, None, 1], "videos_dropped": [None, None, 1, None, None],
         "alternates_dropped": [0, 0, 2, 0, 0], "deprecated_tags": [4, 7, 1, 0, 0],
+        "extension_fields_invalid": [2, 5, 1, 0, 0], "news_dropped": [0, 1, 1, 0, 0],
         "raw_section": ["a/", "", "b/", "", "a/"],
         "_input_row_hash": pa.array([11, 22, 33, 44, 55], pa.uint64())}))
     # as dedupe_rows keeps it: the duplicate's id and its own fields
@@ -537,13 +538,13 @@ def test_rejected_rows_and_classified_counts(con: duckdb.DuckDBPyConnection) -> 
     groups = [dict(zip(counts.columns, r, strict=True)) for r in counts.fetchall()]
     issues = ("rows", "lastmod_given", "lastmod_invalid", "changefreq_invalid",
               "priority_invalid", "images_dropped", "videos_dropped", "alternates_without_self",
-              "deprecated_tags")
+              "deprecated_tags", "extension_fields_invalid", "news_dropped")
     assert {(g["reason"], g["raw_section"]): tuple(g[k] for k in issues) for g in groups} == {
-        (None, "a/"): (1, 1, 1, 0, 0, 3, 0, 0, 4),
-        (None, "b/"): (1, 0, 0, 1, 1, 0, 1, 2, 1),
-        ("duplicate", "a/"): (1, 1, 0, 0, 0, 1, 0, 0, 0),
-        ("empty", ""): (1, 0, 0, 1, 0, 0, 0, 0, 0),
-        ("off_site", ""): (1, 1, 1, 0, 0, 9, 0, 0, 7)}
+        (None, "a/"): (1, 1, 1, 0, 0, 3, 0, 0, 4, 2, 0),
+        (None, "b/"): (1, 0, 0, 1, 1, 0, 1, 2, 1, 1, 1),
+        ("duplicate", "a/"): (1, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0),
+        ("empty", ""): (1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0),
+        ("off_site", ""): (1, 1, 1, 0, 0, 9, 0, 0, 7, 5, 1)}
     assert ISSUE_COUNTS == issues  # what load adds up by reason
 
     def h(expr: str) -> int:
