@@ -61,6 +61,8 @@ class Option:
     #: A text value must match this (re.fullmatch); `pattern_help` says the rule.
     pattern: str | None = None
     pattern_help: str = ""
+    #: The value is a URL of a served folder (public_url_problem).
+    folder_url: bool = False
 
 
 def option(default: Any, help: str, **kw: Any) -> Any:
@@ -115,7 +117,8 @@ class RunOptions:
     inventory: str = required("Parquet file, glob or (Hive-partitioned) folder; local or s3://")
     site_url: str = required("the site, scheme included, e.g. https://www.example.com/")
     out: str = required("local folder or s3://bucket/prefix/")
-    public_url: str | None = option(None, "URL at which --out is served (default: --site-url)")
+    public_url: str | None = option(None, "URL at which --out is served (default: --site-url)",
+                                    folder_url=True)
     state: str | None = option(
         None, f"state URI: snapshots between runs (default: <out>/{STATE_FOLDER})")
     work: str | None = option(
@@ -227,6 +230,8 @@ def check(f: dataclasses.Field[Any], value: Any) -> str | None:
     if opt.pattern and value is not None and not (
             isinstance(value, str) and re.fullmatch(opt.pattern, value)):
         return f"must be {opt.pattern_help}, not {value!r}"
+    if opt.folder_url and value is not None:
+        return public_url_problem(value)
     if value is None or isinstance(value, bool) or not isinstance(value, int | float):
         return None
     if not math.isfinite(value):  # NaN passes every bound (each comparison is false)
@@ -236,6 +241,44 @@ def check(f: dataclasses.Field[Any], value: Any) -> str | None:
         return f"must be {opt.minimum:g}..{opt.maximum:g}, not {value}"
     if opt.minimum is not None and value < opt.minimum:
         return f"must be at least {opt.minimum:g}, not {value}"
+    return None
+
+
+#: A character no public URL may hold: whitespace (a newline would add lines to robots.txt)
+#: and control characters.
+_NOT_IN_URL = re.compile(r"[\s\x00-\x1f\x7f-\x9f]")
+#: Characters RFC 3986 never allows unencoded (and that XML or HTML would need escaped).
+_UNSAFE_IN_URL = re.compile(r'[<>"{}|\\^`]')
+
+
+def public_url_problem(value: Any) -> str | None:
+    """What makes `value` no URL of a served folder, or None: it must be an absolute http(s)
+    URL with a host, no whitespace, control or unsafe characters, user info, query or
+    fragment, and end in / unless it is the host's root (its files are joined below it, and
+    robots.txt and every index <loc> name it)."""
+    from urllib.parse import urlsplit
+
+    if not isinstance(value, str):
+        return f"must be a URL, not {value!r}"
+    shown = repr(value)
+    if _NOT_IN_URL.search(value):
+        return f"must hold no whitespace or control characters, not {shown}"
+    try:
+        parts = urlsplit(value)
+        _ = parts.port  # read only to refuse a bad port
+    except ValueError as exc:
+        return f"is not a URL ({exc}): {shown}"
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        return (f"must be an absolute http(s) URL with a host, e.g. "
+                f"https://www.example.com/sitemaps/, not {shown}")
+    if "@" in parts.netloc:
+        return f"must hold no user name or password, not {shown}"
+    if "?" in value or "#" in value:
+        return f"must have no query or fragment, not {shown}"
+    if _UNSAFE_IN_URL.search(value):
+        return f"must hold no < > \" {{ }} | \\ ^ or ` (percent-encode them), not {shown}"
+    if parts.path and not value.endswith("/"):
+        return f"must end in / (the folder --out is served from), not {shown}"
     return None
 
 

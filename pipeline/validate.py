@@ -30,6 +30,7 @@ from pipeline.limits import (
     MAX_URLS_PER_SITEMAP,
 )
 from pipeline.manifest import IndexEntry, SitemapEntry
+from pipeline.settings import public_url_problem
 from pipeline.sitemap_xml import SITEMAP_NS
 
 log = logging.getLogger(__name__)
@@ -121,6 +122,9 @@ def _validate(out: storage.Storage, v: Validation) -> None:
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         v.problem(f"{LIVE_MANIFEST_KEY} is not a pipeline manifest: {exc}")
         return
+    problem = public_url_problem(m["public_url"])
+    if problem:
+        v.problem(f"{LIVE_MANIFEST_KEY}: its public_url {problem}")
     entries = {s["url"]: s for s in sitemaps}
     listed = _check_indexes(out, v, indexes, public)
     if sorted(listed) != sorted(entries):
@@ -187,12 +191,26 @@ def _check_indexes(out: storage.Storage, v: Validation, indexes: list[IndexEntry
             v.problem(f"{key}: lists {len(locs):,} sitemaps, the manifest says "
                       f"{index.get('sitemaps')}")
         for loc in locs:
-            if loc in index_urls:
+            if not _absolute_http(loc):
+                v.problem(f"{key}: lists {loc!r}, not an absolute http(s) URL")
+            elif loc in index_urls:
                 v.problem(f"{key}: lists the index {loc} (an index never lists an index)")
             elif not loc.startswith(public):
                 v.problem(f"{key}: lists {loc}, outside the index's folder {public}")
         listed += locs
     return listed
+
+
+def _absolute_http(url: str) -> bool:
+    """Whether `url` is an absolute http(s) URL with a host and no whitespace."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return False
+    return (parts.scheme in ("http", "https") and bool(parts.hostname)
+            and not any(c.isspace() for c in url))
 
 
 def _check_robots(out: storage.Storage, v: Validation, indexes: list[IndexEntry]) -> None:

@@ -12,6 +12,7 @@ from pipeline.errors import ConfigError
 from pipeline.layout import FEED_KEY, ROOT_INDEX_PATTERN
 from pipeline.manifest import Manifest
 from pipeline.publish import public_join, read_live
+from pipeline.settings import public_url_problem
 
 log = logging.getLogger(__name__)
 
@@ -113,5 +114,10 @@ def robots_for_output(out_uri: str, robots_uri: str) -> bool:
     if live.manifest is None:
         raise ConfigError(f"{out_uri} has no live generation yet (no manifest.json): run the "
                           "pipeline first")
+    # a manifest written before public_url was parsed may hold a newline: never copy it
+    problem = public_url_problem(live.manifest["public_url"])
+    if problem:
+        raise ConfigError(f"the live generation of {out_uri} has a public_url that {problem}: "
+                          "publish again with a valid --public-url first")
     return merge_robots(robots_uri, output_sitemap_urls(out_uri, live.manifest),
                         live.manifest["public_url"], owned_names=OWNED_NAMES)

@@ -153,3 +153,28 @@ def test_an_output_on_s3_is_valid(s3_bucket: Any, tmp_path: Path) -> None:
                                 ContentType="application/gzip", ContentEncoding="gzip")
     result = validate(out)
     assert any("Content-Encoding" in p for p in result.problems), result.problems
+
+
+@pytest.mark.parametrize("public_url", ["javascript:alert(1)//x/", "sitemaps/",
+                                        "https://www.example.com/s/\nDisallow: /\n#"])
+def test_an_unparsed_public_url_is_invalid_and_never_reaches_robots_txt(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        public_url: str) -> None:
+    """Issue 40, item 8: an output published before --public-url was parsed (the parser is
+    switched off for the run) is not valid, and `sitemaps robots` refuses to copy it."""
+    from pipeline import settings
+
+    with monkeypatch.context() as m:
+        m.setattr(settings, "public_url_problem", lambda value: None)
+        out = publish(tmp_path, public_url=public_url)
+    result = validate(out)
+    assert not result.ok
+    assert any("manifest.json: its public_url must" in p for p in result.problems), result.problems
+    if "\n" not in public_url:  # a newline is inside the <loc>, which stays absolute
+        assert any("not an absolute http(s) URL" in p for p in result.problems), result.problems
+    robots = tmp_path / "robots.txt"
+    robots.write_text("User-agent: *\nAllow: /\n")
+    capsys.readouterr()
+    assert main(["robots", "--out", out, "--robots", str(robots)]) == 2
+    assert "has a public_url that must" in capsys.readouterr().err
+    assert robots.read_text() == "User-agent: *\nAllow: /\n"

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 import tomllib
+from pathlib import Path
 
 import pytest
 
 from pipeline import settings
-from pipeline.cli import build_parser
+from pipeline.cli import build_parser, main
 from pipeline.errors import ConfigError
 from pipeline.settings import Environment, Limits, RunOptions, environment
-from pipeline.sites import SiteConfig, parse_sites
+from pipeline.sites import SiteConfig, load_sites, parse_sites
 
 REQUIRED = {"inventory": "s3://inv/", "site_url": "https://www.example.com/", "out": "s3://o/"}
 
@@ -123,6 +125,61 @@ def test_on_the_command_line_a_bad_value_names_its_flag() -> None:
         _cli("--keep-generations", "0")
     with pytest.raises(ConfigError, match="--shrink-threshold must be 0..1, not 1.5"):
         _cli("--shrink-threshold", "1.5")
+
+
+#: --public-url values that are no served folder's URL (issue 40, item 8): a newline would
+#: add lines to robots.txt, a relative or javascript: one would be every index <loc>.
+BAD_PUBLIC_URLS = [
+    ("https://www.example.com/sitemaps/\nDisallow: /", "no whitespace or control"),
+    ("https://www.example.com/site maps/", "no whitespace or control"),
+    ("https://www.example.com/\x00/", "no whitespace or control"),
+    ("sitemaps/", "absolute http"),
+    ("/sitemaps/", "absolute http"),
+    ("javascript:alert(1)//", "absolute http"),
+    ("ftp://www.example.com/", "absolute http"),
+    ("https:///sitemaps/", "absolute http"),
+    ("", "(absolute http|not be empty)"),  # the site file has its own rule
+    ("https://www.example.com/sitemaps/?v=1", "no query or fragment"),
+    ("https://www.example.com/sitemaps/#top", "no query or fragment"),
+    ("https://user:pw@www.example.com/", "no user name"),
+    ("https://www.example.com:99999/", "not a URL"),
+    ('https://www.example.com/"><script>/', "percent-encode"),
+    ("https://www.example.com/sitemaps", "end in /"),
+]
+
+
+@pytest.mark.parametrize("value, message", BAD_PUBLIC_URLS)
+def test_a_public_url_that_is_no_served_folder_is_refused_everywhere(
+        value: str, message: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(ConfigError, match=f"public_url (must|is).*{message}"):
+        RunOptions(**REQUIRED, public_url=value)
+    with pytest.raises(ConfigError, match=f"^--public-url (must|is).*{message}"):
+        _cli("--public-url", value)
+    with pytest.raises(ConfigError, match=f"sites.www\\]: public_url (must|is).*{message}"):
+        _site(public_url=value)
+    # the site file the DAGs read, found through $SITEMAPS_SITES_FILE
+    toml = tmp_path / "sites.toml"
+    toml.write_text("[sites.www]\n" + "".join(
+        f"{k} = {json.dumps(v)}\n" for k, v in {**REQUIRED, "public_url": value}.items()))
+    monkeypatch.setenv("SITEMAPS_SITES_FILE", str(toml))
+    with pytest.raises(ConfigError, match=f"public_url (must|is).*{message}"):
+        load_sites()
+    # the command: exit 2, one error line, before any work
+    out = tmp_path / "out"
+    assert main(["run", "--inventory", str(tmp_path / "none.parquet"), "--site-url",
+                 REQUIRED["site_url"], "--out", str(out), "--public-url", value]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: --public-url"), err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("value", ["https://www.example.com/sitemaps/", "http://cdn.example.com",
+                                   "https://www.example.com/", "HTTPS://CDN.example.com:8443/a/b/",
+                                   "https://www.example.com/%7Euser/"])
+def test_a_served_folders_url_is_accepted(value: str) -> None:
+    assert RunOptions(**REQUIRED, public_url=value).public_url == value
+    assert _cli("--public-url", value).public_url == value
 
 
 def test_environment_is_read_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
