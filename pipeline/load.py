@@ -212,6 +212,13 @@ def _typed_columns(types: dict[str, str], duck_types: dict[str, Any],
         keep_deprecated_tags)
 
 
+#: The longest <url> line without extensions: a <loc> of MAX_URL_LENGTH characters all
+#: escaped to &apos; (6 bytes), a lastmod, the longest changefreq and a priority of 5
+#: characters, with their tags (sql/url_line.sql, url_line_bytes). A line whose extension
+#: XML is shorter than the file's budget less this always fits (sql/normalize_inventory.sql).
+MAX_PLAIN_LINE_BYTES = 23 + 6 * MAX_URL_LENGTH + 39 + 25 + 7 + 21 + 5
+
+
 #: The indexability gate's optional columns: the types accepted, the type of the NULL column
 #: that stands for a missing one, and what the column must be (for the error).
 GATE_COLUMNS = {
@@ -240,13 +247,17 @@ def _gate_columns(types: dict[str, str]) -> list[str]:
 
 
 def load(inventory: str, site_url: str, work_uri: str, *, section_depth: int = 1,
-         keep_deprecated_tags: bool = False, con: duckdb.DuckDBPyConnection | None = None,
+         keep_deprecated_tags: bool = False, max_line_bytes: int | None = None,
+         con: duckdb.DuckDBPyConnection | None = None,
          progress: Progress = QUIET,
          diff_partitions: Callable[[int], int] | None = None,
          bucket_sections: bool = False, row_hashes: bool = False) -> LoadResult:
     """Read, check and validate the inventory; write valid rows and rejects under `work_uri`.
 
     `keep_deprecated_tags`: write the image tags Google no longer uses (extensions).
+    `max_line_bytes`: the longest <url> line a sitemap file can hold (Limits.body_budget;
+    None for plain-text sitemaps): a row whose line would be longer is rejected as
+    `too_large` (only extensions can make one).
     `diff_partitions`: how many hash partitions the diff will have, from the inventory's
     row count; more than one cuts the normalised rows by them (ValidRows.split), so that
     each diff partition reads its own rows instead of every row.
@@ -282,7 +293,9 @@ def load(inventory: str, site_url: str, work_uri: str, *, section_depth: int = 1
     work = storage.open_storage(work_uri)
     params = {"site_prefix": site.prefix, "clean_regex": CLEAN_URL_REGEX,
               "iri_regex": IRI_PATH_REGEX, "max_len": MAX_URL_LENGTH,
-              "section_depth": section_depth}
+              "section_depth": section_depth, "max_line_bytes": max_line_bytes,
+              "ext_budget": None if max_line_bytes is None
+              else max_line_bytes - MAX_PLAIN_LINE_BYTES}
     typed_columns = _typed_columns(types, duck_types, keep_deprecated_tags)
     # Each raw row's hash: written with it, summed once it is written (classified_counts);
     # not asked for, a NULL that is not written.

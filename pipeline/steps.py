@@ -295,6 +295,8 @@ def load_step(ctx: RunContext, progress: Any = None) -> LoadCounts:
     result = load(ctx.options.inventory, ctx.site_url, ctx.work,
                   section_depth=ctx.options.section_depth,
                   keep_deprecated_tags=ctx.options.keep_deprecated_tags,
+                  max_line_bytes=ctx.options.limits.body_budget
+                  if ctx.options.format == "xml" else None,
                   progress=progress,
                   diff_partitions=lambda rows: ctx.options.diff_partitions or partitions_for(
                       rows, first_run=not ctx.snapshot),

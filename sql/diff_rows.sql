@@ -28,11 +28,7 @@ WITH cur AS (
         CASE WHEN $with_news AND news_date BETWEEN $run_time - to_days($news_max_age_days) AND $run_time
                   AND news_name IS NOT NULL AND news_language IS NOT NULL
                   AND news_title IS NOT NULL
-             THEN '<news:news><news:publication><news:name>' || xml_text(news_name)
-                  || '</news:name><news:language>' || xml_text(news_language)
-                  || '</news:language></news:publication><news:publication_date>'
-                  || w3c_time(news_date) || '</news:publication_date><news:title>'
-                  || xml_text(news_title) || '</news:title></news:news>'
+             THEN news_element(news_name, news_language, news_date, news_title)
         END AS news_xml
     FROM current_rows
 ),

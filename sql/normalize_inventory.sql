@@ -7,10 +7,13 @@
 -- Parameters: $site_prefix (scheme://host/path/ every published URL starts with),
 -- $clean_regex (URLs that need no normalisation), $iri_regex (URLs whose path
 -- holds only unreserved characters, "/" and non-ASCII: encoded here segment by
--- segment, the commonest dirty case), $max_len (longest <loc>).
+-- segment, the commonest dirty case), $max_len (longest <loc>), $max_line_bytes (the
+-- longest <url> line any file can hold; NULL for plain-text sitemaps, which carry no
+-- extensions) and $ext_budget (extension bytes below which no line can be that long).
 -- Indexability gate: a valid URL whose http_status is not 200, that redirects, is noindex
 -- or names another (normalised) URL as canonical is rejected as not_200, redirect,
--- noindex or not_canonical, in that order; a bad URL keeps its own reason. A row with a
+-- noindex or not_canonical, in that order; a bad URL keeps its own reason. A row left
+-- whose line could fit in no sitemap file (its extensions' XML) is rejected as too_large. A row with a
 -- string that is not UTF-8 (invalid_utf8, set by pipeline.load.clean_utf8) is rejected first.
 WITH checked AS (
     SELECT
@@ -29,7 +32,12 @@ checked_length AS (
     SELECT
         *,
         CASE WHEN length(encoded_url) > $max_len THEN '!too_long' ELSE encoded_url END
-            AS valid_url
+            AS valid_url,
+        -- the news element the diff may add (NULL without a valid article)
+        CASE WHEN news_name IS NOT NULL AND news_language IS NOT NULL AND news_date IS NOT NULL
+                  AND news_title IS NOT NULL
+             THEN news_element(news_name, news_language, news_date, news_title)
+        END AS news_bytes_xml
     FROM checked
 ),
 -- the indexability gate: a valid URL the site itself says is not to be indexed
@@ -43,6 +51,9 @@ gated AS (
             WHEN redirect_to IS NOT NULL AND trim(redirect_to) <> '' THEN '!redirect'
             WHEN noindex THEN '!noindex'
             WHEN canonical_checked <> '=' AND canonical_checked <> valid_url THEN '!not_canonical'
+            WHEN line_too_large(valid_url, changefreq, priority, ext_xml, news_bytes_xml,
+                                strlen(ext_xml) + coalesce(strlen(news_bytes_xml), 0),
+                                $ext_budget, $max_line_bytes) THEN '!too_large'
             ELSE valid_url
         END AS checked_url
     FROM checked_length
@@ -72,5 +83,5 @@ SELECT
     * EXCLUDE (url, row_id, invalid_utf8, lastmod, lastmod_raw_invalid, changefreq,
                changefreq_invalid, priority, priority_invalid, content_hash, http_status,
                canonical_url, noindex, redirect_to, encoded_url, canonical_checked, valid_url,
-               checked_url)
+               checked_url, news_bytes_xml)
 FROM gated;

@@ -138,3 +138,21 @@ CREATE OR REPLACE MACRO ext_url(u) AS
              AND regexp_full_match(u, 'https?://[^\s/?#<>"{}|\\^`\x00-\x1f\x7f@]+(?:[/?#][^\s<>"{}|\\^`\x00-\x1f\x7f]*)?')
         THEN u
     END;
+
+-- news_element: a row's <news:news> (the diff adds it to an article of the last two days).
+CREATE OR REPLACE MACRO news_element(name, language, published, title) AS
+    '<news:news><news:publication><news:name>' || xml_text(name)
+    || '</news:name><news:language>' || xml_text(language)
+    || '</news:language></news:publication><news:publication_date>'
+    || w3c_time(published) || '</news:publication_date><news:title>'
+    || xml_text(title) || '</news:title></news:news>';
+-- line_too_large: whether a row's <url> line cannot fit in any sitemap file, being over
+-- max_line_bytes (the file's byte limit less its largest header and footer), measured with
+-- a lastmod (the diff gives every line one) and its news element if it has one. Load rejects
+-- such a row (too_large); only a row with extension XML or news can be one (a <loc> is at
+-- most 2,048 characters): `ext_bytes` (strlen of both) over `ext_budget` is checked first.
+CREATE OR REPLACE MACRO line_too_large(url, changefreq, priority, ext_xml, news_xml, ext_bytes,
+                                       ext_budget, max_line_bytes) AS
+    ext_bytes > ext_budget
+    AND url_line_bytes(url, TIMESTAMPTZ '2000-01-01 00:00:00+00', changefreq, priority,
+                       coalesce(ext_xml, '') || coalesce(news_xml, '')) > max_line_bytes;

@@ -217,3 +217,71 @@ def pq_write(table: pa.Table, path: Path) -> None:
     import pyarrow.parquet as pq
 
     pq.write_table(table, path)
+
+
+# Issue 40, item 7: a row whose <url> line no sitemap file can hold.
+_CAPTIONED = pa.schema([("url", pa.string()), ("images", pa.list_(pa.struct(
+    [("loc", pa.string()), ("caption", pa.string())])))])
+
+
+def _captioned_rows(captions: dict[str, list[str]], plain: int) -> pa.Table:
+    rows = [{"url": url, "images": [{"loc": f"{SITE}i/{n}.jpg", "caption": c}
+                                    for n, c in enumerate(caps)]}
+            for url, caps in captions.items()]
+    rows += [{"url": f"{SITE}p/{i}", "images": None} for i in range(plain)]
+    return pa.Table.from_pylist(rows, schema=_CAPTIONED)
+
+
+def _line_bytes(url: str, captions: list[str]) -> int:
+    """The bytes of a first run's <url> line for `url` with these images (as url_line)."""
+    images = "".join(f"<image:image><image:loc>{SITE}i/{n}.jpg</image:loc><image:caption>{c}"
+                     "</image:caption></image:image>" for n, c in enumerate(captions))
+    return len(f"<url><loc>{url}</loc><lastmod>2026-12-01T03:00:00Z</lastmod>{images}</url>\n")
+
+
+def test_a_row_no_sitemap_file_can_hold_is_rejected_and_the_run_goes_on(tmp_path: Path) -> None:
+    """A lower --max-bytes-per-sitemap stands in for the protocol's 50 MiB: one row over the
+    budget of any file (the limit less the largest header and footer) is rejected as
+    too_large; one exactly at it is published."""
+    import duckdb
+    import pyarrow.parquet as pq
+
+    from pipeline.config import Limits
+    from pipeline.validate import validate
+    from tests.output_check import state_file
+
+    limits = Limits(max_bytes=20_000)
+    over, at = f"{SITE}g/over", f"{SITE}g/at"
+    fill = limits.body_budget - _line_bytes(at, ["", ""])
+    captions = {over: ["c" * (fill // 2), "c" * (fill - fill // 2 + 1)],
+                at: ["c" * (fill // 2), "c" * (fill - fill // 2)]}
+    assert _line_bytes(at, captions[at]) == limits.body_budget
+    inv = tmp_path / "inv.parquet"
+    pq.write_table(_captioned_rows(captions, plain=30), inv)
+    out = tmp_path / "out"
+    summary = run(RunOptions(inventory=str(inv), site_url=SITE, out=str(out), run_time=T0,
+                             keep_deprecated_tags=True, limits=limits))
+    assert summary["counts"]["rejected"] == {"too_large": 1}
+    published = read_output(str(out), max_bytes=limits.max_bytes)
+    assert over not in published.locs and at in published.locs and len(published.locs) == 31
+    assert validate(str(out)).ok
+    rejects = duckdb.sql(
+        f"SELECT url, reason FROM read_parquet('{state_file(str(out), published.manifest, 'rejects')}')"
+    ).fetchall()
+    assert rejects == [(over, "too_large")]
+
+
+def test_a_row_over_50_mib_is_rejected_at_the_protocols_limit(tmp_path: Path) -> None:
+    """The real case: 1,000 images (the most a URL may list) with 53 KB captions (no facet
+    limits a caption) make a 53 MB line, which no 52,428,800-byte file holds."""
+    import pyarrow.parquet as pq
+
+    big = f"{SITE}g/huge"
+    inv = tmp_path / "inv.parquet"
+    pq.write_table(_captioned_rows({big: ["c" * 53_000] * 1_000}, plain=30), inv)
+    out = tmp_path / "out"
+    summary = run(RunOptions(inventory=str(inv), site_url=SITE, out=str(out), run_time=T0,
+                             keep_deprecated_tags=True))
+    assert summary["counts"]["rejected"] == {"too_large": 1}
+    published = read_output(str(out))
+    assert big not in published.locs and len(published.locs) == 30

@@ -111,7 +111,8 @@ def con() -> duckdb.DuckDBPyConnection:
 def test_normalize_inventory_rows(con: duckdb.DuckDBPyConnection) -> None:
     rel = con.sql(sql.load_sql("normalize_inventory"), params={
         "site_prefix": P, "clean_regex": CLEAN_URL_REGEX, "iri_regex": IRI_PATH_REGEX,
-        "max_len": MAX_URL_LENGTH, "section_depth": 1})
+        "max_len": MAX_URL_LENGTH, "section_depth": 1, "max_line_bytes": None,
+        "ext_budget": None})
     got = rel.order("row_id").select(
         "row_id, original_url, url, reason, raw_section, lastmod, lastmod_raw_invalid, "
         "changefreq, changefreq_invalid, priority, priority_invalid").fetchall()
