@@ -285,3 +285,30 @@ def test_a_row_over_50_mib_is_rejected_at_the_protocols_limit(tmp_path: Path) ->
     assert summary["counts"]["rejected"] == {"too_large": 1}
     published = read_output(str(out))
     assert big not in published.locs and len(published.locs) == 30
+
+
+def test_a_news_article_too_large_for_any_file_is_rejected(tmp_path: Path) -> None:
+    """The news element, which the diff adds, counts: a title no file can hold (no facet
+    limits a news title) makes the row too_large at load."""
+    import pyarrow.parquet as pq
+
+    from pipeline.config import Limits
+
+    news = pa.struct([(f, pa.string()) for f in ("publication_name", "language",
+                                                "publication_date", "title")])
+    schema = pa.schema([("url", pa.string()), ("news", news)])
+    article = {"publication_name": "P", "language": "en",
+               "publication_date": "2026-11-30T12:00:00Z"}
+    limits = Limits(max_bytes=20_000)
+    rows = [{"url": f"{SITE}n/big", "news": {**article, "title": "t" * limits.body_budget}},
+            {"url": f"{SITE}n/ok", "news": {**article, "title": "t" * 100}},
+            *({"url": f"{SITE}p/{i}", "news": None} for i in range(30))]
+    inv = tmp_path / "inv.parquet"
+    pq.write_table(pa.Table.from_pylist(rows, schema=schema), inv)
+    out = tmp_path / "out"
+    summary = run(RunOptions(inventory=str(inv), site_url=SITE, out=str(out), run_time=T0,
+                             limits=limits))
+    assert summary["counts"]["rejected"] == {"too_large": 1}
+    assert summary["counts"]["news_articles"] == 1
+    published = read_output(str(out), max_bytes=limits.max_bytes)
+    assert f"{SITE}n/big" not in published.locs and len(published.locs) == 31
