@@ -13,8 +13,9 @@
 -- Indexability gate: a valid URL whose http_status is not 200, that redirects, is noindex
 -- or names another (normalised) URL as canonical is rejected as not_200, redirect,
 -- noindex or not_canonical, in that order; a bad URL keeps its own reason. A row left
--- whose line could fit in no sitemap file (its extensions' XML) is rejected as too_large. A row with a
--- string that is not UTF-8 (invalid_utf8, set by pipeline.load.clean_utf8) is rejected first.
+-- whose <url> line (with its extensions' XML) no sitemap file can hold is rejected as
+-- too_large. A row with a string that is not UTF-8 (invalid_utf8, set by
+-- pipeline.load.clean_utf8) is rejected first.
 WITH checked AS (
     SELECT
         *,
