@@ -117,8 +117,9 @@ class RunOptions:
     inventory: str = required("Parquet file, glob or (Hive-partitioned) folder; local or s3://")
     site_url: str = required("the site, scheme included, e.g. https://www.example.com/")
     out: str = required("local folder or s3://bucket/prefix/")
-    public_url: str | None = option(None, "URL at which --out is served (default: --site-url)",
-                                    folder_url=True)
+    public_url: str | None = option(
+        None, "URL of the folder --out is served from: absolute http(s), ending in / "
+        "(default: --site-url)", folder_url=True)
     state: str | None = option(
         None, f"state URI: snapshots between runs (default: <out>/{STATE_FOLDER})")
     work: str | None = option(
