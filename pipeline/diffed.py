@@ -193,19 +193,20 @@ class ValidRows:
 
 
 def register_normalized(con: duckdb.DuckDBPyConnection, uris: str | Sequence[str],
-                        constants: tuple[str, ...] = ()) -> None:
-    """The view `normalized`: what load wrote (one file, or some or all of the files of its
-    diff partitions), with its constant columns put back. They are read from load.json by
-    later steps: anything but a literal is refused, never run."""
+                        constants: tuple[str, ...] = (), name: str = "normalized") -> None:
+    """The view `name` (`normalized`): what load wrote (one file, or some or all of the
+    files of its diff partitions or buckets), with its constant columns put back, and the
+    same columns whichever files it reads. They are read from load.json by later steps:
+    anything but a literal is refused, never run."""
     odd = [c for c in constants if not CONSTANT_COLUMN.fullmatch(c)]
     if odd:
         raise InternalError(f"load's constant columns hold {odd[0]!r}, not a literal")
-    register_parquet(con, "normalized_file", [uris] if isinstance(uris, str) else list(uris))
-    rel = con.sql("SELECT * FROM normalized_file")
+    register_parquet(con, f"{name}_file", [uris] if isinstance(uris, str) else list(uris))
+    rel = con.sql(f"SELECT * FROM {name}_file")
     cut_by = [c for c in (DIFF_PARTITION_COLUMN, BUCKET) if c in rel.columns]  # Hive folders
     hive = f" EXCLUDE ({', '.join(cut_by)})" if cut_by else ""
-    con.sql(f"SELECT *{hive}" + "".join(f", {c}" for c in constants) + " FROM normalized_file"
-            ).create_view("normalized", replace=True)
+    con.sql(f"SELECT *{hive}" + "".join(f", {c}" for c in constants) + f" FROM {name}_file"
+            ).create_view(name, replace=True)
 
 
 def register_valid(con: duckdb.DuckDBPyConnection, name: str, valid: ValidRows,

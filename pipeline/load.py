@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -39,7 +40,7 @@ from pipeline.diffed import (
     ValidRows,
     register_normalized,
 )
-from pipeline.errors import InventoryError, out_of_space
+from pipeline.errors import InternalError, InventoryError, out_of_space
 from pipeline.extensions import extension_columns
 from pipeline.layout import (
     DIFF_PARTITION_COLUMN,
@@ -53,7 +54,13 @@ from pipeline.limits import (
     MAX_URL_LENGTH,
     W3C_DATETIME_REGEX,
 )
-from pipeline.parquet import ROW_ID, register_parquet, write_parquet, write_partitioned
+from pipeline.parquet import (
+    ROW_ID,
+    open_parquet,
+    register_parquet,
+    write_parquet,
+    write_partitioned,
+)
 from pipeline.progress import QUIET, Progress
 from pipeline.unchanged import ROW_HASH_COLUMN, row_hash_column, sums_by_section
 from pipeline.urls import CLEAN_URL_REGEX, IRI_PATH_REGEX, Site, check_url
@@ -95,6 +102,8 @@ class LoadResult:
     section_sums: list[tuple[str, int, int, int, str | None]] | None = None
     #: A first run's (`bucket_sections`) rows to publish by section: first_run_sections.
     first_run_sections: list[list[Any]] | None = None
+    #: How dedupe read the URL hashes: each group's rows and passes (dedupe_groups).
+    dedupe_passes: tuple[tuple[int, int], ...] = ()
 
     @property
     def rejected_rows(self) -> int:
@@ -342,10 +351,9 @@ def load(inventory: str, site_url: str, work_uri: str, *, section_depth: int = 1
                         ).create_view("inventory_typed", replace=True)
                 normalized_uris = write_normalized()
                 row_hashes = False  # hashes of the cleaned rows: not row_sums' numbers
+            read_by = dedupe_groups(normalized_uris, _file_rows)
+            find_duplicates(con, read_by, constants, split)
             register_normalized(con, normalized_uris, constants)
-            con.register("repeated_url_hashes", repeated_url_hashes(con))
-            con.execute(sql.load_sql("dedupe_rows"))
-            con.unregister("repeated_url_hashes")
             con.execute(sql.load_sql("classified_rows"))
             # A first run's section bounds come with the counts (classified_counts), for a
             # diff that reads its rows where load wrote them (in buckets, one partition).
@@ -402,10 +410,13 @@ def load(inventory: str, site_url: str, work_uri: str, *, section_depth: int = 1
         duplicates_uri=duplicates_uri, rejects_uri=rejects_uri, site_prefix=site.prefix,
         section_depth=section_depth, files=files, seconds=time.monotonic() - started,
         constant_columns=constants, split=split, row_sums=sums, section_sums=section_sums,
-        first_run_sections=sections)
+        first_run_sections=sections,
+        dedupe_passes=tuple((g.rows, g.passes) for g in read_by))
     progress.done(f"{input_rows:,} rows, {valid_rows:,} valid, {result.rejected_rows:,} rejected")
-    log.info("load: %d input rows, %d valid, rejected %s, dropped fields %s (%.1f s)",
-             input_rows, valid_rows, rejected or "none", result.field_issues, result.seconds)
+    log.info("load: %d input rows, %d valid, rejected %s, dropped fields %s (%.1f s); "
+             "duplicates found in %d group(s) of partitions, %d pass(es), %d hashes read",
+             input_rows, valid_rows, rejected or "none", result.field_issues, result.seconds,
+             len(read_by), sum(g.passes for g in read_by), sum(g.rows * g.passes for g in read_by))
     return result
 
 
@@ -439,26 +450,96 @@ ISSUE_COUNTS = ("rows", "lastmod_given", "lastmod_invalid", "changefreq_invalid"
                 "news_dropped")
 
 
-#: URL hashes sorted at once by dedupe (8 bytes each: 128 MiB at most); more rows take
-#: several passes, each over one hash range.
+#: URL hashes sorted at once by dedupe (8 bytes each: 128 MiB at most): the rows of one
+#: group of whole partitions (dedupe_groups); a partition of more rows takes several passes
+#: over its own rows, each over one hash range.
 DEDUPE_PASS_ROWS = 16_000_000
 
+#: The Hive folder of a normalised file (load's `write_normalized`): its diff partition
+#: (url_hash % split) or its bucket (of the path segments of its section, which come from
+#: the URL). Either way every copy of one URL is in the same folder.
+_CUT_FOLDER = re.compile(rf"/((?:{DIFF_PARTITION_COLUMN}|{BUCKET})=[^/]+)/")
 
-def repeated_url_hashes(con: duckdb.DuckDBPyConnection) -> pa.Table:
-    """The 64-bit hashes of the normalised URLs (`normalized`) that occur more than once.
 
-    A sort of integers in numpy, one pass per DEDUPE_PASS_ROWS rows: a third of the time
+@dataclass(frozen=True)
+class DedupeGroup:
+    """Files of normalised rows that dedupe ranks together: whole partitions."""
+
+    files: tuple[str, ...]
+    rows: int
+    #: Passes of url_hashes over these files (rows / DEDUPE_PASS_ROWS, rounded up).
+    passes: int
+
+
+def dedupe_groups(uris: Sequence[str], rows_of: Callable[[str], int]) -> list[DedupeGroup]:
+    """load's normalised files (`uris`, in partition order) in the groups dedupe reads one at
+    a time: whole partitions (as load cut them, `_CUT_FOLDER`; files not cut are one),
+    consecutive ones together up to DEDUPE_PASS_ROWS rows, so that a small inventory cut in
+    many takes one pass as an uncut one does; a partition of more rows is a group alone,
+    read in as many passes over its own rows as keep each within DEDUPE_PASS_ROWS.
+    `rows_of`: a file's rows (its footer's)."""
+    partitions: dict[str, list[str]] = {}
+    for uri in uris:
+        m = _CUT_FOLDER.search(uri)
+        partitions.setdefault(m.group(1) if m else "", []).append(uri)
+    groups: list[DedupeGroup] = []
+    files: list[str] = []
+    rows = 0
+    for part in partitions.values():
+        part_rows = sum(rows_of(u) for u in part)
+        if files and rows + part_rows > DEDUPE_PASS_ROWS:
+            groups.append(DedupeGroup(tuple(files), rows, 1))
+            files, rows = [], 0
+        if part_rows > DEDUPE_PASS_ROWS:
+            groups.append(DedupeGroup(tuple(part), part_rows, -(-part_rows // DEDUPE_PASS_ROWS)))
+            continue
+        files += part
+        rows += part_rows
+    if files:
+        groups.append(DedupeGroup(tuple(files), rows, 1))
+    return groups
+
+
+def find_duplicates(con: duckdb.DuckDBPyConnection, groups: Sequence[DedupeGroup],
+                    constants: tuple[str, ...], split: int = 1) -> None:
+    """The table `duplicate_rows` (sql/dedupe_rows.sql), one group of partitions at a time
+    (the view `dedupe_group`): each row is read once, by one group, and memory holds one
+    group's hashes. `split`: the diff partitions the files are cut by (a pass within one
+    partition takes a range of the rest of the hash, url_hashes)."""
+    created = False
+    for group in groups:
+        register_normalized(con, group.files, constants, name="dedupe_group")
+        repeated = repeated_url_hashes(con, group.passes, split)
+        if created and not repeated.num_rows:
+            continue
+        con.register("repeated_url_hashes", repeated)
+        rel = con.sql(sql.load_sql("dedupe_rows"))
+        if created:
+            rel.insert_into("duplicate_rows")
+        else:
+            con.execute("DROP TABLE IF EXISTS duplicate_rows")
+            rel.create("duplicate_rows")
+            created = True
+        con.unregister("repeated_url_hashes")
+    if not created:  # no file: the columns of no row (write_normalized writes one file)
+        raise InternalError("load wrote no normalised file")
+
+
+def repeated_url_hashes(con: duckdb.DuckDBPyConnection, passes: int = 1, split: int = 1
+                        ) -> pa.Table:
+    """The 64-bit hashes of the normalised URLs (`dedupe_group`) that occur more than once.
+
+    A sort of integers in numpy, in `passes` passes (dedupe_groups): a third of the time
     of DuckDB's hash aggregate over every URL, whose table is also larger.
     Each pass sorts its lower and upper half of the hash range at once, on two threads
     (numpy's sort releases the GIL; a repeated hash is in one half).
     """
-    rows = int(sql.scalar(con, "SELECT count(*) FROM normalized"))
-    passes = max(1, -(-rows // DEDUPE_PASS_ROWS))
     repeated: list[np.ndarray] = []
     with ThreadPoolExecutor(2) as pool:
         for k in range(passes):
             hashes = np.asarray(con.sql(sql.load_sql("url_hashes"), params={
-                "pass": k, "passes": passes}).fetchnumpy()["url_hash"], dtype=np.uint64)
+                "pass": k, "passes": passes, "split": split}
+            ).fetchnumpy()["url_hash"], dtype=np.uint64)
             low = hashes < np.uint64(2**63)
             repeated += pool.map(_repeated, (hashes[low], hashes[~low]))
     return pa.table({"url_hash": pa.array(np.concatenate(repeated), pa.uint64())})
@@ -524,6 +605,10 @@ def _check_url_batch(urls: Any, prefixes: Any) -> Any:
     prefix_list = prefixes.to_pylist()
     return pa.array([check_url(u, p) for u, p in zip(urls.to_pylist(), prefix_list, strict=True)],
                     type=pa.string())
+
+
+def _file_rows(uri: str) -> int:
+    return int(open_parquet(uri).metadata.num_rows)
 
 
 def _one_line(exc: Exception) -> str:

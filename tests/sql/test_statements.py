@@ -35,15 +35,16 @@ def register_with_url_hash(con: duckdb.DuckDBPyConnection, name: str, table: pa.
 
 def _dedupe(con: duckdb.DuckDBPyConnection, table: pa.Table) -> None:
     register_with_url_hash(con, "normalized", table)
+    con.sql("SELECT * FROM normalized").create_view("dedupe_group", replace=True)
     con.register("repeated_url_hashes", load.repeated_url_hashes(con))
-    con.execute(sql.load_sql("dedupe_rows"))
+    con.execute("DROP TABLE IF EXISTS duplicate_rows")
+    con.sql(sql.load_sql("dedupe_rows")).create("duplicate_rows")
     con.execute(sql.load_sql("classified_rows"))
 
 
-@pytest.mark.parametrize("pass_rows", [16_000_000, 2], ids=["one-pass", "three-passes"])
+@pytest.mark.parametrize("passes", [1, 3], ids=["one-pass", "three-passes"])
 def test_dedupe_keeps_newest_lastmod_then_one_content(con: duckdb.DuckDBPyConnection,
-                                                    monkeypatch: pytest.MonkeyPatch,
-                                                    pass_rows: int) -> None:
+                                                    passes: int) -> None:
     register_with_url_hash(con, "normalized", pa.table({
         "row_id": [1, 2, 3, 4, 5, 6],
         "url": ["u1", "u1", "u2", "u2", None, "u3"],
@@ -54,13 +55,13 @@ def test_dedupe_keeps_newest_lastmod_then_one_content(con: duckdb.DuckDBPyConnec
         "priority": [0.5, None, None, None, None, None],
         ROW_HASH_COLUMN: pa.array([11, 12, 13, 14, 15, 16], pa.uint64()),
     }))
-    monkeypatch.setattr(load, "DEDUPE_PASS_ROWS", pass_rows)
-    repeated = load.repeated_url_hashes(con)
+    con.sql("SELECT * FROM normalized").create_view("dedupe_group")
+    repeated = load.repeated_url_hashes(con, passes)
     assert sorted(repeated.column("url_hash").to_pylist()) == sorted(
         r[0] for r in con.sql("SELECT DISTINCT hash(url) FROM normalized "
                               "WHERE url IN ('u1', 'u2')").fetchall())
     con.register("repeated_url_hashes", repeated)
-    con.execute(sql.load_sql("dedupe_rows"))
+    con.sql(sql.load_sql("dedupe_rows")).create("duplicate_rows")
     con.execute(sql.load_sql("classified_rows"))
     got = con.sql("SELECT row_id, reason FROM classified ORDER BY row_id").fetchall()
     # u2: one content in both rows (their raw rows' hashes apart): the first is kept
@@ -93,10 +94,24 @@ def test_repeated_url_hashes_in_both_halves_of_the_hash_range(
         con: duckdb.DuckDBPyConnection) -> None:
     # dedupe sorts the lower and the upper half of the hash range apart, on two threads
     top = 2**63
-    con.register("normalized", pa.table({"url_hash": pa.array(
+    con.register("dedupe_group", pa.table({"url_hash": pa.array(
         [5, top + 7, 5, 9, top + 7, 2**64 - 1, top, top - 1, top - 1, None], pa.uint64())}))
     assert sorted(load.repeated_url_hashes(con).column("url_hash").to_pylist()) == [
         5, top - 1, top + 7]
+
+
+@pytest.mark.parametrize("split", [1, 4])
+def test_url_hashes_passes_share_a_partitions_rows(con: duckdb.DuckDBPyConnection,
+                                                   split: int) -> None:
+    """The passes over one diff partition (url_hash % split = K) take every hash of it once,
+    each about as many: a pass by url_hash % passes alone would give one pass all of them
+    when passes and split share a factor."""
+    hashes = [h for h in range(0, 4000 * split, split)]  # one partition: url_hash % split = 0
+    con.register("dedupe_group", pa.table({"url_hash": pa.array(hashes, pa.uint64())}))
+    taken = [[h for (h,) in con.sql(sql.load_sql("url_hashes"), params={
+        "pass": k, "passes": 4, "split": split}).fetchall()] for k in range(4)]
+    assert sorted(h for t in taken for h in t) == hashes
+    assert all(len(t) == 1000 for t in taken)
 
 
 def test_valid_rows_sections(con: duckdb.DuckDBPyConnection) -> None:
