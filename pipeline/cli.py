@@ -111,7 +111,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--state", help="or: a state URI (its newest snapshot is compared with)")
     p.add_argument("--site-url", help="the site, e.g. https://www.example.com/ (default: the "
                                       "live manifest's site URL)")
-    settings.add_arguments(p, only=("section_depth", "keep_deprecated_tags", "diff_partitions"))
+    settings.add_arguments(p, only=("section_depth", "keep_deprecated_tags", "diff_partitions",
+                                    "max_reject_share"))
     p.add_argument("--json", action="store_true", help="print the report as JSON")
 
     p = add("status", "the live generation of an output: counts, age, whether every file it "

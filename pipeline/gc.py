@@ -19,8 +19,8 @@ repair racing GC is settled by two marks: GC marks each generation whose files i
 to delete (`collecting.json`) before it lists the pins, and a rollback or repair pins its
 target (`pinned.json`) before it looks for that mark, so either GC sees the pin and spares
 the target, or the rollback sees the mark and refuses. Incomplete multipart uploads,
-temporary files of interrupted local writes and the work folders of dead local
-runs older than the grace period go too.
+temporary files of interrupted local writes, the work folders of dead local
+runs and the rejects of refused runs (`refused/`) older than the grace period go too.
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ from pipeline.layout import (
     GENERATION_MANIFEST,
     GENERATIONS_FOLDER,
     PIN,
+    REFUSED_FOLDER,
     REPORT_KEY,
     ROLLED_BACK,
     RUNS_FOLDER,
@@ -186,7 +187,8 @@ def decide(out_uri: str, state_uri: str, *, keep: int = DEFAULT_KEEP,
     doomed = [o.key for folder in folders for o in out.list(folder)
               if o.key not in needed and o.modified < cutoff and not o.key.startswith(broken)]
     kept_state = {generation_key(g) for g in kept + in_grace}
-    doomed_state = [o.key for folder in (f"{GENERATIONS_FOLDER}/", f"{RUNS_FOLDER}/")
+    doomed_state = [o.key for folder in (f"{GENERATIONS_FOLDER}/", f"{RUNS_FOLDER}/",
+                                                f"{REFUSED_FOLDER}/")
                     for o in state.list(folder)
                     if not any(o.key.startswith(k) for k in kept_state) and o.modified < cutoff]
     temporaries = [o.key for o in out.list_temporaries() if o.modified < cutoff]

@@ -20,6 +20,8 @@ paths from these names only, so the trees below are the whole list:
       generations/<id>/                       snapshot.parquet, rejects.parquet,
                                               changes.parquet (STATE_FILES), report.html
       runs/<dag id>.<run id>/                 RUNS_FOLDER: the DAG's work prefixes
+      refused/<generation id>/rejects.parquet refused_rejects_key(id): the rejects of a run
+                                              the reject guard refused (gc removes them)
       owner.json                              STATE_OWNER_KEY: the output this state is for
       input-identity.json                     INPUT_IDENTITY_KEY: the input the live
                                               generation was made from, each section's
@@ -94,6 +96,9 @@ RUNS_FOLDER = "runs"
 #: A run id (`--run-id`) names one folder below the work root: letters, digits, '_', '-' and
 #: '.', not first (so never '.' or '..'), no slash, at most 200 characters.
 RUN_ID_PATTERN = r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,199}"
+#: The rejects of runs the reject guard refused, below the state: refused/<id>/ (gc deletes
+#: them after its grace period, as it does old work prefixes).
+REFUSED_FOLDER = "refused"
 #: The output a state belongs to ({out}): written by the first run or gc that uses the state;
 #: one with another --out refuses (two outputs sharing a state would delete each other's).
 STATE_OWNER_KEY = "owner.json"
@@ -159,6 +164,11 @@ def generation_key(generation: str, name: str = "") -> str:
 def state_file_key(generation: str, name: str) -> str:
     """The key of one of a generation's private files (a name of STATE_FILES)."""
     return generation_key(generation, f"{name}.parquet")
+
+
+def refused_rejects_key(generation: str) -> str:
+    """Where a run the reject guard refused keeps its rejects: `refused/<id>/rejects.parquet`."""
+    return f"{REFUSED_FOLDER}/{generation}/{REJECTS_KEY}"
 
 
 def part_key(folder: str, n: int) -> str:

@@ -236,7 +236,7 @@ GATE_COLUMNS = {
     "noindex": (("BOOLEAN",), "BOOLEAN", "a boolean (the page says noindex)"),
     "redirect_to": (_STRING, "VARCHAR", "a string (where the page redirects)"),
 }
-#: The reject reasons of the gate: the site's own signals, not bad data (check_rejects).
+#: The reject reasons of the gate: the site's own signals, not bad data (steps.bad_rejects).
 GATE_REASONS = ("not_200", "redirect", "noindex", "not_canonical")
 
 
@@ -418,6 +418,19 @@ def load(inventory: str, site_url: str, work_uri: str, *, section_depth: int = 1
              input_rows, valid_rows, rejected or "none", result.field_issues, result.seconds,
              len(read_by), sum(g.passes for g in read_by), sum(g.rows * g.passes for g in read_by))
     return result
+
+
+def reject_examples(rejects_uri: str, reasons: Sequence[str], per_reason: int = 3
+                    ) -> dict[str, list[dict[str, Any]]]:
+    """The first `per_reason` rejected rows (row_id, url) of each of `reasons`, by row id,
+    from a rejects Parquet (sql/reject_examples.sql): what the reject guard shows."""
+    con = sql.connect()
+    register_parquet(con, "rejects", [rejects_uri])
+    found: dict[str, list[dict[str, Any]]] = {r: [] for r in reasons}
+    for reason, row_id, url in con.execute(sql.load_sql("reject_examples"), {
+            "reasons": list(reasons), "per_reason": per_reason}).fetchall():
+        found[reason].append({"row_id": row_id, "url": url})
+    return found
 
 
 def first_run_sections(groups: Sequence[dict[str, Any]], slugs: dict[str, str]

@@ -35,7 +35,7 @@ from pipeline.context import (
 from pipeline.diffed import DiffedView
 from pipeline.errors import InternalError, InventoryError, PublishConflict, TooManyRejects
 from pipeline.extensions import ext_always_empty
-from pipeline.layout import LIVE_KEYS, UNCHANGED_SECTIONS_KEY
+from pipeline.layout import LIVE_KEYS, REJECTS_KEY, UNCHANGED_SECTIONS_KEY
 from pipeline.manifest import Manifest
 from pipeline.parts import Parts
 from pipeline.publish import (
@@ -247,8 +247,12 @@ def _read(ctx: RunContext, name: str) -> Any:
     return json.loads(_work(ctx).read_bytes(name))
 
 
-def check_rejects(input_rows: int, rejected: dict[str, int], max_share: float) -> None:
-    """Fails the run when rejects exceed `max_share` of the input.
+#: The reject guard's error shows this many reasons, each with REJECT_EXAMPLES rows.
+TOP_REJECT_REASONS, REJECT_EXAMPLES = 5, 3
+
+
+def bad_rejects(input_rows: int, rejected: dict[str, int], max_share: float) -> dict[str, int]:
+    """The rejects of bad data, by reason, when they exceed `max_share` of the input; else {}.
 
     The indexability gate's reasons (GATE_REASONS) do not count: they are the site's own
     signals (404s, redirects, noindex, other canonicals), not bad data.
@@ -257,12 +261,53 @@ def check_rejects(input_rows: int, rejected: dict[str, int], max_share: float) -
 
     bad = {k: v for k, v in rejected.items() if k not in GATE_REASONS}
     n = sum(bad.values())
-    if input_rows and n / input_rows > max_share:
-        detail = ", ".join(f"{k}: {v:,}" for k, v in sorted(bad.items()))
-        raise TooManyRejects(
-            f"{n:,} of {input_rows:,} input rows ({n / input_rows:.1%}) were rejected ({detail}), "
-            f"more than the {max_share:.0%} allowed; nothing was published; see the rejects "
-            "Parquet for the rows, fix the inventory or raise --max-reject-share")
+    return bad if input_rows and n / input_rows > max_share else {}
+
+
+def refuse_rejects(ctx: RunContext, input_rows: int, bad: dict[str, int]) -> TooManyRejects:
+    """The reject guard's error: the rejects are kept where the end of the run does not
+    delete them (refused_keep), the top reasons logged with a few rows each, and the
+    error names the file."""
+    from pipeline.load import reject_examples
+
+    n, max_share = sum(bad.values()), ctx.options.max_reject_share
+    store, key = refused_keep(ctx)
+    with _work(ctx).local_path(REJECTS_KEY) as path:  # load's, which finish deletes
+        store.upload_file(path, key)
+    kept = store.uri(key)  # in full: a local path made absolute
+    top = sorted(bad, key=lambda r: (-bad[r], r))[:TOP_REJECT_REASONS]
+    examples = reject_examples(_work(ctx).uri(REJECTS_KEY), top, REJECT_EXAMPLES)
+    for reason in top:
+        rows = "; ".join(f"row_id {e['row_id']}: {_shorten(e['url'])}" for e in examples[reason])
+        log.warning("load: rejected as %s: %s row(s), e.g. %s", reason, f"{bad[reason]:,}",
+                    rows or "(none)")
+    detail = ", ".join(f"{r}: {bad[r]:,}" for r in top) + (
+        f", and {len(bad) - len(top)} more reason(s)" if len(bad) > len(top) else "")
+    return TooManyRejects(
+        f"{n:,} of {input_rows:,} input rows ({n / input_rows:.1%}) were rejected ({detail}), "
+        f"more than the {max_share:.0%} allowed; nothing was published; the rejected rows "
+        f"are in {kept}; fix the inventory or raise --max-reject-share")
+
+
+def refused_keep(ctx: RunContext) -> tuple[storage.Storage, str]:
+    """Where a refused run keeps its rejects: below the state (layout.refused_rejects_key);
+    a dry run, which writes nothing to the output or the state, in a local temporary
+    folder instead."""
+    from pipeline.layout import refused_rejects_key
+
+    if ctx.options.check_writable:
+        return storage.open_storage(ctx.state), refused_rejects_key(ctx.generation)
+    import tempfile
+
+    folder = tempfile.mkdtemp(prefix=f"sitemaps-refused-{ctx.generation}-")
+    return storage.open_storage(folder), REJECTS_KEY
+
+
+def _shorten(url: str | None, at: int = 120) -> str:
+    """A URL for one log line: a 2,000-character one cut, an empty or missing one said."""
+    if url is None:
+        return "(no URL)"
+    return repr(url) if len(url) <= at else repr(url[:at]) + f"... ({len(url):,} characters)"
 
 
 def load_step(ctx: RunContext, progress: Any = None) -> LoadCounts:
@@ -347,7 +392,9 @@ def load_step(ctx: RunContext, progress: Any = None) -> LoadCounts:
                              "previous_split": previous_split, "input_identity": identity,
                              "section_identities": sections,
                              "first_run_sections": result.first_run_sections})
-    check_rejects(result.input_rows, result.rejected, ctx.options.max_reject_share)
+    bad = bad_rejects(result.input_rows, result.rejected, ctx.options.max_reject_share)
+    if bad:
+        raise refuse_rejects(ctx, result.input_rows, bad)
     return counts
 
 

@@ -74,17 +74,47 @@ def test_shrink_guard_exits_4_and_its_threshold(tmp_path: Path,
 
 
 def test_too_many_rejects_exit_5_and_write_nothing(tmp_path: Path,
-                                                  capsys: pytest.CaptureFixture[str]) -> None:
+                                                  capsys: pytest.CaptureFixture[str],
+                                                  caplog: pytest.LogCaptureFixture) -> None:
+    """Refused, the run publishes nothing but keeps its rejects below the state, names that
+    file in full, and logs the top reasons with three rows each; `sitemaps diff` refuses
+    the same way (its rejects in a local temporary folder) and takes the same flag."""
     out = tmp_path / "out"
-    rows = urls(90) + [f"ftp://www.example.com/{i}" for i in range(10)]  # 10% rejected
-    args = ["run", "--site-url", SITE, "--out", str(out), "--no-report",
-            "--inventory", inv(tmp_path, "i.parquet", {"url": rows})]
+    ftp = [f"ftp://www.example.com/{i}" for i in range(8)]
+    rows = urls(89) + ftp + ["", "", ""]  # 11% rejected: 8 not_http, 3 empty
+    inventory = inv(tmp_path, "i.parquet", {"url": rows})
+    args = ["run", "--site-url", SITE, "--out", str(out), "--no-report", "--inventory", inventory]
     code, _, err = cli(capsys, *args)
     assert code == 5
     one_error(err, "rejected")
     assert not (out / "manifest.json").exists()
-    assert cli(capsys, *args, "--max-reject-share", "0.11")[0] == 0
-    assert read_output(str(out)).manifest["counts"]["published"] == 90
+    kept = list((out / "_state" / "refused").glob("*/rejects.parquet"))
+    assert len(kept) == 1 and f"the rejected rows are in {kept[0]};" in err, err
+    table = pq.read_table(kept[0]).to_pylist()
+    assert sorted(r["url"] for r in table if r["reason"] == "not_http") == sorted(ftp)
+    assert sum(r["reason"] == "empty" for r in table) == 3
+    shown = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert shown[0].startswith("load: rejected as not_http: 8 row(s), e.g. ") and all(
+        repr(u) in shown[0] for u in ftp[:3]) and repr(ftp[3]) not in shown[0], shown
+    assert shown[1].startswith("load: rejected as empty: 3 row(s)"), shown
+    caplog.clear()
+
+    dry = ["diff", "--site-url", SITE, "--inventory", inventory, "--out", str(out)]
+    code, _, err = cli(capsys, *dry)
+    assert code == 5
+    one_error(err, "rejected")
+    found = re.search(r"the rejected rows are in (\S+);", err)
+    assert found and Path(found[1]).is_absolute() and not Path(found[1]).is_relative_to(out)
+    assert len(pq.read_table(found[1])) == 11
+    assert list((out / "_state" / "refused").glob("*/rejects.parquet")) == kept  # nothing new
+    code, printed, err = cli(capsys, *dry, "--max-reject-share", "0.12")
+    assert code == 0 and "would publish 89 URLs" in printed, err
+
+    assert cli(capsys, *args, "--max-reject-share", "0.12")[0] == 0
+    assert read_output(str(out)).manifest["counts"]["published"] == 89
+    assert kept[0].exists()  # the run's gc: still in its grace period
+    assert cli(capsys, "gc", "--out", str(out), "--grace-hours", "0")[0] == 0
+    assert not kept[0].exists()
 
 
 def test_a_held_lease_exits_3_before_any_work(tmp_path: Path,
