@@ -17,6 +17,7 @@ its test, except under CI (`CI` set), where it fails.
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import os
 import re
@@ -541,6 +542,74 @@ def test_dockerignore_keeps_everything_the_dockerfile_copies() -> None:
     assert set(sources) <= kept
     # Every path the Dockerfile copies exists in the repository.
     assert all((ROOT / src).exists() for src in sources)
+
+
+def _in_build_context(rel: str) -> bool:
+    """Whether the Dockerfile's .dockerignore keeps the repository file `rel` (its rules, in
+    order, the last that matches winning; `**/` matches at any depth)."""
+    kept = True
+    for rule in (ln.strip() for ln in DOCKERIGNORE.read_text().splitlines()):
+        if not rule or rule.startswith("#"):
+            continue
+        keep, pattern = rule.startswith("!"), rule.lstrip("!").rstrip("/")
+        parts = rel.split("/")
+        prefixes = ["/".join(parts[:i]) for i in range(1, len(parts) + 1)]
+        if pattern.startswith("**/"):
+            hit = any(fnmatch.fnmatchcase(p, pattern[3:]) for p in parts)
+        else:
+            hit = any(fnmatch.fnmatchcase(p, pattern) for p in prefixes)
+        if hit:
+            kept = keep
+    return kept
+
+
+def image_files(root: Path) -> None:
+    """Lay out under `root` the files the Dockerfile's COPY lines put in the image, from the
+    repository's tracked files that the build context keeps."""
+    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True,
+                             check=True).stdout.split()
+    context = [f for f in tracked if _in_build_context(f) and (ROOT / f).is_file()]
+    for line in DOCKERFILE.read_text().splitlines():
+        if not line.startswith("COPY "):
+            continue
+        *sources, dest = [w for w in line.split()[1:] if not w.startswith("--")]
+        for src in sources:
+            for f in context:
+                if f == src:
+                    target = root / dest.lstrip("/") / Path(f).name
+                elif src.endswith("/") and f.startswith(src):
+                    target = root / dest.lstrip("/") / f.removeprefix(src)
+                else:
+                    continue
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(ROOT / f, target)
+
+
+def test_the_image_has_the_report_plugin(tmp_path: Path, values: dict[str, Any]) -> None:
+    """Airflow's plugin manager, pointed where the image points it, finds the report tab
+    among the files the Dockerfile copies (the build context filtered by .dockerignore)."""
+    match = re.search(r"^ENV AIRFLOW__CORE__PLUGINS_FOLDER=(\S+)$", DOCKERFILE.read_text(),
+                      re.MULTILINE)
+    assert match, "the Dockerfile names no plugins folder"
+    assert "plugins_folder" not in values["config"].get("core", {})
+    assert "AIRFLOW__CORE__PLUGINS_FOLDER" not in {e["name"] for e in values["env"]}
+    image = tmp_path / "image"
+    image_files(image)
+    folder = image / match[1].lstrip("/")
+    assert (folder / "sitemaps_report.py").is_file(), sorted(image.rglob("*"))
+    probe = ("import json; from airflow import plugins_manager as pm; "
+             "print(json.dumps({'plugins': pm.get_plugin_info(), "
+             "'errors': pm.get_import_errors()}, default=str))")
+    env = {**os.environ, "AIRFLOW_HOME": str(tmp_path / "home"),
+           "AIRFLOW__CORE__PLUGINS_FOLDER": str(folder), "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+           "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True,
+                          text=True, timeout=300, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    found = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert not found["errors"], found["errors"]
+    (plugin,) = [p for p in found["plugins"] if p["name"] == "sitemaps_report"]
+    assert [v["destination"] for v in plugin["external_views"]] == ["dag_run"], plugin
 
 
 def test_example_sites_match_the_connection_and_the_template(values: dict[str, Any],
