@@ -74,12 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=f"{RUN_EXAMPLE}'sitemaps COMMAND --help' tells more.\n\n{EXIT_CODES}")
     parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
-    parser.add_argument("-q", "--quiet", action="store_true",
-                        help="warnings and errors only, no progress lines")
-    parser.add_argument("-v", "--verbose", action="store_true",
-                        help="log every step (INFO) instead of progress lines on a terminal")
-    parser.add_argument("--debug", action="store_true",
-                        help="show the traceback of an unexpected error")
+    _add_global_flags(parser)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def add(name: str, help: str, example: str) -> argparse.ArgumentParser:
@@ -162,7 +157,22 @@ def build_parser() -> argparse.ArgumentParser:
     from pipeline import cli_notify
 
     cli_notify.add_parsers(sub, epilog=_epilog)
+    for command in sub.choices.values():  # `sitemaps run ... -q` as `sitemaps -q run ...`
+        _add_global_flags(command, after_command=True)
     return parser
+
+
+def _add_global_flags(parser: argparse.ArgumentParser, after_command: bool = False) -> None:
+    """-q, -v and --debug: before the command, or after it (`after_command`: no default
+    there, so one given before the command is not reset by the command's parser)."""
+    default = {"default": argparse.SUPPRESS} if after_command else {}
+    parser.add_argument("-q", "--quiet", action="store_true",
+                        help="warnings and errors only, no progress lines", **default)
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="log every step (INFO) instead of progress lines on a terminal",
+                        **default)
+    parser.add_argument("--debug", action="store_true",
+                        help="show the traceback of an unexpected error", **default)
 
 
 def _options(args: argparse.Namespace) -> RunOptions:

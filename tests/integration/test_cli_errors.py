@@ -266,6 +266,22 @@ def test_verbose_logs_on_a_terminal_too(tmp_path: Path, inventory: Path) -> None
     assert any("publish" in ln for ln in info), info
 
 
+def test_quiet_and_verbose_may_follow_the_command(tmp_path: Path, inventory: Path) -> None:
+    """`sitemaps run ... -q` is `sitemaps -q run ...`; `-v` after a command is accepted too,
+    and the flags given before the command are kept."""
+    args = ["run", "--inventory", str(inventory), "--site-url", SITE, "--out",
+            str(tmp_path / "out"), "--no-report"]
+    logged = sitemaps(*args, quiet=False)
+    assert logged.returncode == 0 and " INFO " in logged.stderr, logged.stderr
+    for flags in (["-q"], ["--quiet", "--debug"]):
+        proc = sitemaps(*args, "--rebuild", *flags, quiet=False)
+        assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    proc = sitemaps(*args, "--rebuild", "-v", quiet=True)  # -q before, -v after: both given
+    assert proc.returncode == 0, proc.stderr
+    proc = sitemaps("status", "--out", str(tmp_path / "out"), "-v", quiet=False)
+    assert proc.returncode == 0, proc.stderr
+
+
 def _on_a_small_disk(folder: Path, size: str, *args: str,
                      env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """`sitemaps ARGS` with a tmpfs of `size` mounted at `folder`, in user and mount
