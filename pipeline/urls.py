@@ -6,7 +6,8 @@ reach Python. Rules, in order (docs/operations.md lists them for users):
 
 1. null, empty or blank -> `empty`; surrounding ASCII whitespace is stripped.
 2. a control (C0, DEL, C1) or XML-illegal character -> `illegal_char`.
-3. scheme other than http/https -> `not_http`; scheme and host are lowercased.
+3. no scheme (a relative reference: `/p/1`, `//host/p`, `www.example.com/p`) -> `relative`;
+   a scheme other than http/https -> `not_http`; scheme and host are lowercased.
 4. no host, a bad port, user info, or a host IDNA cannot encode -> `bad_host`;
    an IDN host becomes punycode; the default port is dropped; the fragment too.
 5. in path and query, non-ASCII and unsafe characters are percent-encoded
@@ -39,6 +40,8 @@ _ILLEGAL = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
 _BLANK = " \t\n\r\f\v"
 _ASCII_HOST = re.compile(r"[a-z0-9-]+(\.[a-z0-9-]+)*\.?")
 _DEFAULT_PORTS = {"http": 80, "https": 443}
+#: A URI's scheme and its colon (RFC 3986 3.1); a reference without one is relative.
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")
 
 _PERCENT = re.compile(r"%[0-9A-Fa-f]{2}")
 
@@ -76,7 +79,7 @@ IRI_PATH_REGEX = r"https?://[a-z0-9.-]+" + _path_regex(
 
 #: Reason codes, the only values the rejects Parquet's `reason` column holds.
 REASONS = (
-    "empty", "illegal_char", "not_http", "bad_host", "bad_percent_encoding",
+    "empty", "illegal_char", "relative", "not_http", "bad_host", "bad_percent_encoding",
     "too_long", "off_site", "duplicate",
 )
 
@@ -84,6 +87,7 @@ REASONS = (
 #: What to tell a user whose --site-url is rejected, by reason code.
 SITE_URL_HINTS = {
     "empty": "it is empty; give the site, e.g. https://www.example.com/",
+    "relative": "it has no scheme; give the whole URL, e.g. https://www.example.com/",
     "not_http": "it must start with https:// (or http://), e.g. https://www.example.com/",
     "bad_host": "its host is missing or not valid, e.g. https://www.example.com/",
     "illegal_char": "it holds a control character",
@@ -173,8 +177,9 @@ def normalize_url(raw: str | None) -> tuple[str | None, str | None]:
         return None, "empty"
     if _ILLEGAL.search(text):
         return None, "illegal_char"
-    scheme, sep, _ = text.partition(":")
-    if not sep or scheme.lower() not in _DEFAULT_PORTS:
+    if not _SCHEME.match(text):  # RFC 3986: a reference without a scheme is relative
+        return None, "relative"
+    if text.partition(":")[0].lower() not in _DEFAULT_PORTS:
         return None, "not_http"
     try:
         parts = urlsplit(text)

@@ -9,7 +9,7 @@
 -- 3. a clean URL not under the site is off_site (Python would keep it as it is, then find
 --    it off the site), unless its host starts with "." or holds "..", which is bad_host;
 -- 4. printable ASCII (nothing to strip, no illegal character) whose scheme is not http or
---    https is not_http.
+--    https is not_http, or relative when it has no scheme (RFC 3986 3.1) at all.
 -- Branches 2 to 4 exist because each UDF call has a fixed cost and dirty rows are spread
 -- thinly over the batches.
 -- pipeline.load creates it after registering check_url. Parameters: none (the macro's).
@@ -46,6 +46,7 @@ CREATE OR REPLACE MACRO normalized_url(u, site_prefix, clean_regex, iri_regex, m
              AND NOT contains(split_part(u, '/', 3), '..')
         THEN '!off_site'
         WHEN regexp_full_match(u, '[!-~]+') AND NOT regexp_matches(u, '^[Hh][Tt][Tt][Pp][Ss]?:')
-        THEN '!not_http'
+        THEN CASE WHEN regexp_matches(u, '^[A-Za-z][A-Za-z0-9+.-]*:') THEN '!not_http'
+                  ELSE '!relative' END
         ELSE check_url(u, site_prefix)
     END;

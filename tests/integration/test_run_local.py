@@ -107,12 +107,12 @@ def test_rejects_are_counted_and_written(tmp_path: Path) -> None:
 
     good = [f"{SITE}p/{i}" for i in range(100)]
     bad = ["https://other.example.org/p/1", "ftp://www.example.com/x", None, "",
-           f"{SITE}p/" + "y" * 2100, f"{SITE}p/1"]
+           f"{SITE}p/" + "y" * 2100, f"{SITE}p/1", "/p/2"]
     summary = _run(tmp_path, good + bad, max_reject_share=0.5)
     c = summary["counts"]
     assert c["rejected"] == {"duplicate": 1, "empty": 2, "not_http": 1, "off_site": 1,
-                             "too_long": 1}
-    assert c["input_rows"] == c["published"] + c["rejected_rows"] == 106
+                             "relative": 1, "too_long": 1}
+    assert c["input_rows"] == c["published"] + c["rejected_rows"] == 107
     out = read_output(str(tmp_path / "out"))
     rejects = pq.read_table(state_file(str(tmp_path / "out"), out.manifest, "rejects")).to_pylist()
     by_reason: dict[str, int] = {}

@@ -52,7 +52,12 @@ CASES = [
     ("https://www.example.com/\ufffe", None, "illegal_char"),
     ("ftp://www.example.com/a", None, "not_http"),
     ("mailto:someone@example.com", None, "not_http"),
-    ("/relative/path", None, "not_http"),
+    ("/relative/path", None, "relative"),
+    ("//www.example.com/a", None, "relative"),
+    ("www.example.com/a", None, "relative"),
+    (" p/1?x=é ", None, "relative"),
+    ("1http://www.example.com/", None, "relative"),
+    ("www.example.com:443/a", None, "not_http"),  # a scheme, by RFC 3986's grammar
     ("https:///nohost", None, "bad_host"),
     ("https://user:pw@www.example.com/", None, "bad_host"),
     ("https://www.example.com:99999/", None, "bad_host"),
@@ -77,6 +82,7 @@ def test_normalize_url(raw: str | None, want: str | None, reason: str | None) ->
     ("http://ex.com/shop/a", "!off_site"),
     ("https://www.ex.com/shop/a", "!off_site"),
     ("ftp://ex.com/shop/a", "!not_http"),
+    ("/shop/a", "!relative"),
     ("https://ex.com/shop/../admin", "!off_site"),
     ("https://ex.com/shop/a/../../x", "!off_site"),
     ("https://ex.com/shop/%2e%2e/admin", "!off_site"),
@@ -181,6 +187,10 @@ def urls_on_and_off_site(draw: st.DrawFn) -> str:
 @given(urls_on_and_off_site(), st.sampled_from(SITES))
 @example("https://elsewhere.example.org/help/789", SITES[0])  # off_site in SQL
 @example("ftp://www.example.com/files/3330", SITES[0])  # not_http in SQL
+@example("/files/3330", SITES[0])  # relative in SQL
+@example("//www.example.com/files/3330", SITES[0])
+@example("www.example.com/über", SITES[0])  # relative in Python
+@example("1ftp:x", SITES[0])
 @example("https://www.example.com/über-uns/a-1?color=red&size=m", SITES[0])  # encoded in SQL
 @example("https://www.example.com/über?a=%2e", SITES[0])  # a query is kept as it is
 @example("https://www.example.com/über-uns/o'neil-1", SITES[0])  # sub-delims stay
@@ -284,6 +294,7 @@ FAULTS = [
     (lambda u: u.replace("://", "://user@", 1), "bad_host"),
     (lambda u: u.replace("://", "://ex..", 1), "bad_host"),
     (lambda u: re.sub(r"^[A-Za-z]+", "ftp", u), "not_http"),
+    (lambda u: re.sub(r"^[A-Za-z]+:", "", u), "relative"),
     (lambda u: re.sub(r"^([^/]*//[^/?#]*)", r"\1:99999", u), "bad_host"),
     (lambda u: re.sub(r"^([^/]*//[^/?#]*)", r"\1/%zz", u), "bad_percent_encoding"),
     (lambda u: re.sub(r"^([^/]*//[^/?#]*)", r"\1/" + "a" * 2048, u), "too_long"),
