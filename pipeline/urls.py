@@ -87,7 +87,8 @@ REASONS = (
 #: What to tell a user whose --site-url is rejected, by reason code.
 SITE_URL_HINTS = {
     "empty": "it is empty; give the site, e.g. https://www.example.com/",
-    "relative": "it has no scheme; give the whole URL, e.g. https://www.example.com/",
+    "relative": "it has no scheme: it must start with https:// (or http://), e.g. "
+                "https://www.example.com/",
     "not_http": "it must start with https:// (or http://), e.g. https://www.example.com/",
     "bad_host": "its host is missing or not valid, e.g. https://www.example.com/",
     "illegal_char": "it holds a control character",
