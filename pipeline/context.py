@@ -126,8 +126,11 @@ class LoadCounts(StepResult):
     io: TaskIO = field(default_factory=TaskIO, kw_only=True)
 
     def summary(self) -> str:
+        dropped = {k: v for k, v in self.dropped_fields.items() if v}
         return (f"load: {self.input_rows:,} input rows, {self.valid_rows:,} valid, "
-                f"{self.rejected_rows:,} rejected {self.rejected or ''} in {self.seconds:.1f} s")
+                f"{self.rejected_rows:,} rejected" + (f" {self.rejected}" if self.rejected else "")
+                + (f", dropped fields {dropped}" if dropped else "")
+                + f" in {self.seconds:.1f} s")
 
 
 @dataclass(frozen=True)

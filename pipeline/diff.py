@@ -302,7 +302,7 @@ def diff(valid: ValidRows, snapshot_uri: str | None, run_time: datetime, work_ur
     result = DiffResult(**counts, diffed_uris=diffed_uris, changes_uris=changes_uris,
                         seconds=time.monotonic() - started)
     where = f"partition {partition + 1}/{partitions}: " if partitions > 1 else ""
-    log.info("diff: %s%d added, %d changed, %d unchanged, %d removed, %d future lastmods "
+    log.debug("diff: %s%d added, %d changed, %d unchanged, %d removed, %d future lastmods "
              "clamped (%.1f s)", where, result.added, result.changed, result.unchanged,
              result.removed, result.lastmod_clamped, result.seconds)
     return result
@@ -334,7 +334,7 @@ def _first_run_view(con: duckdb.DuckDBPyConnection, valid: ValidRows, run_time: 
         lastmod_clamped=sum(r[4] for r in sections), news_articles=sum(r[5] for r in sections),
         diffed_uris=list(valid.normalized_uris), view=asdict(view),
         seconds=time.monotonic() - started)
-    log.info("diff: %d added (a first run: no row written), %d future lastmods clamped (%.1f s)",
+    log.debug("diff: %d added (a first run: no row written), %d future lastmods clamped (%.1f s)",
              result.added, result.lastmod_clamped, result.seconds)
     return result
 

@@ -280,7 +280,7 @@ def gc(out_uri: str, state_uri: str, *, keep: int = DEFAULT_KEEP,
     if not dry_run:
         deleted, aborted = collect(d)
         work = collect_work_folders(d.cutoff)
-    log.info("gc: %s %d output and %d state files and %d temporary file(s) (keeping "
+    log.debug("gc: %s %d output and %d state files and %d temporary file(s) (keeping "
              "generations %s, grace %.0f h); %d incomplete uploads aborted, %d dead work "
              "folder(s) removed", "would delete" if dry_run else "deleted", len(deleted),
              len(d.doomed_state), len(d.temporaries) + len(d.state_temporaries),

@@ -281,7 +281,7 @@ def publish(out_uri: str, *, rendered: list[RenderedFile], live: LiveState, site
         if read_live(out_uri).generation != generation:
             raise
         log.warning("publish: the commit's reply was lost, but generation %s is live", generation)
-    log.info("publish: generation %s is live (%d URLs in %d sitemaps, %d index file(s))",
+    log.debug("publish: generation %s is live (%d URLs in %d sitemaps, %d index file(s))",
              generation, published, len(sitemaps), len(indexes))
     repair_root(out, manifest, previous=live.manifest)
     return PublishResult(generation, True, manifest, warnings)

@@ -174,9 +174,9 @@ def dry_run(opts: RunOptions) -> dict[str, Any]:
     hugepages.decline_on_request()
     ctx = steps.begin(dataclasses.replace(opts, check_writable=False))
     try:
-        steps.load_step(ctx)
-        steps.diff_step(ctx)
-        steps.plan_step(ctx)
+        log.info("%s", steps.load_step(ctx).line())  # each step's one line, as run logs it
+        log.info("%s", steps.diff_step(ctx).line())
+        log.info("%s", steps.plan_step(ctx).line())
         return steps.dry_run_summary(ctx).to_dict()
     finally:
         steps.finish(ctx)

@@ -365,7 +365,7 @@ def combine(work_uri: str, kept: Sequence[Shard] = ()) -> PlanResult:
                         shards_uri=work.uri(SHARDS_KEY), split=split, merged=merged,
                         seconds=seconds, bounds_uri=prepared["bounds_uri"],
                         token=prepared["token"])
-    log.info("plan: %d shards in %d sections (%d split, %d merged), %d slice(s) (%.1f s)",
+    log.debug("plan: %d shards in %d sections (%d split, %d merged), %d slice(s) (%.1f s)",
              len(shards), len({s.section for s in shards}), split, merged, len(slices),
              result.seconds)
     return result

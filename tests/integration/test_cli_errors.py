@@ -282,6 +282,28 @@ def test_quiet_and_verbose_may_follow_the_command(tmp_path: Path, inventory: Pat
     assert proc.returncode == 0, proc.stderr
 
 
+def test_off_a_terminal_each_step_is_logged_once(tmp_path: Path, inventory: Path) -> None:
+    """Through a pipe, each stage's result is one INFO line (its step's, with what it read
+    and wrote), not that line and its module's own summary again; `sitemaps diff` too."""
+    out = str(tmp_path / "out")
+    proc = sitemaps("run", "--inventory", str(inventory), "--site-url", SITE, "--out", out,
+                    "--no-report", quiet=False)
+    assert proc.returncode == 0, proc.stderr
+    messages = [ln.split(": ", 1)[1] for ln in proc.stderr.splitlines() if " INFO " in ln]
+    results = {"load": r"load: ", "diff": r"diff: ", "plan": r"plan: \d+ shards",
+               "render": r"render ", "publish": r"publish: generation ", "notify": r"notify: ",
+               "gc": r"gc: "}
+    for stage, pattern in results.items():
+        lines = [m for m in messages if re.match(pattern, m)]
+        assert len(lines) == 1 and "; read " in lines[0], (stage, lines)
+    proc = sitemaps("diff", "--inventory", str(inventory), "--out", out, quiet=False)
+    assert proc.returncode == 0, proc.stderr
+    messages = [ln.split(": ", 1)[1] for ln in proc.stderr.splitlines() if " INFO " in ln]
+    for stage in ("load", "diff", "plan"):
+        lines = [m for m in messages if re.match(results[stage], m)]
+        assert len(lines) == 1 and "; read " in lines[0], (stage, lines)
+
+
 def _on_a_small_disk(folder: Path, size: str, *args: str,
                      env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """`sitemaps ARGS` with a tmpfs of `size` mounted at `folder`, in user and mount
