@@ -165,14 +165,13 @@ def build_parser() -> argparse.ArgumentParser:
 def _add_global_flags(parser: argparse.ArgumentParser, after_command: bool = False) -> None:
     """-q, -v and --debug: before the command, or after it (`after_command`: no default
     there, so one given before the command is not reset by the command's parser)."""
-    default = {"default": argparse.SUPPRESS} if after_command else {}
-    parser.add_argument("-q", "--quiet", action="store_true",
-                        help="warnings and errors only, no progress lines", **default)
-    parser.add_argument("-v", "--verbose", action="store_true",
-                        help="log every step (INFO) instead of progress lines on a terminal",
-                        **default)
-    parser.add_argument("--debug", action="store_true",
-                        help="show the traceback of an unexpected error", **default)
+    default: Any = argparse.SUPPRESS if after_command else False
+    parser.add_argument("-q", "--quiet", action="store_true", default=default,
+                        help="warnings and errors only, no progress lines")
+    parser.add_argument("-v", "--verbose", action="store_true", default=default,
+                        help="log every step (INFO) instead of progress lines on a terminal")
+    parser.add_argument("--debug", action="store_true", default=default,
+                        help="show the traceback of an unexpected error")
 
 
 def _options(args: argparse.Namespace) -> RunOptions:
