@@ -291,11 +291,11 @@ def refuse_rejects(ctx: RunContext, input_rows: int, bad: dict[str, int]) -> Too
 
 def refused_keep(ctx: RunContext) -> tuple[storage.Storage, str]:
     """Where a refused run keeps its rejects: below the state (layout.refused_rejects_key);
-    a dry run, which writes nothing to the output or the state, in a local temporary
-    folder instead."""
+    `sitemaps diff`, which writes nothing to the output or the state, in a local temporary
+    folder instead (a DAG's dry run, whose work prefix is given, below the state too)."""
     from pipeline.layout import refused_rejects_key
 
-    if ctx.options.check_writable:
+    if ctx.options.check_writable or not ctx.own_work:
         return storage.open_storage(ctx.state), refused_rejects_key(ctx.generation)
     import tempfile
 

@@ -255,6 +255,31 @@ def test_terminal_error_fails_at_once_and_publishes_nothing(
     assert published == []
 
 
+def test_too_many_rejects_fail_at_once_and_keep_the_rejects_below_the_state(
+        tmp_path: Path, airflow_db: Path, s3_bucket: S3Bucket) -> None:
+    """The reject guard in a DAG: load fails on its first try, the rejects it refused are
+    kept below the site's state (refused/<id>/rejects.parquet, named in the task's error),
+    and nothing is published."""
+    urls = [f"{SITE}p/{i}" for i in range(90)] + [f"ftp://x.example.com/{i}" for i in range(10)]
+    bad = tmp_path / "rejects.parquet"
+    pq.write_table(pa.table({"url": urls}), bad)
+    s3_bucket.client.upload_file(str(bad), s3_bucket.name, "inventory/rejects.parquet")
+    env = airflow_for(tmp_path, airflow_db, s3_bucket,
+                      site_block("refused", s3_bucket, "inventory/rejects.parquet", "out/"))
+
+    rc, out, _ = dags_test(env, "sitemaps_refused")
+    assert rc != 0
+    states = env.task_states("sitemaps_refused")
+    assert states[("load", -1)] == ("failed", 1), states  # first try, no retry
+    assert "up_for_retry" not in out
+    (kept,) = [k for k in keys(s3_bucket, "out/") if not k.startswith("out/_state/runs/")]
+    assert kept.startswith("out/_state/refused/") and kept.endswith("/rejects.parquet"), kept
+    assert f"the rejected rows are in {s3_bucket.url(kept)};" in out, tail(out)
+    assert "load: rejected as not_http: 10 row(s), e.g. " in out, tail(out)
+    body = s3_bucket.client.get_object(Bucket=s3_bucket.name, Key=kept)["Body"].read()
+    assert pq.read_table(io.BytesIO(body)).column("reason").to_pylist() == ["not_http"] * 10
+
+
 def test_dry_run_plans_and_publishes_nothing(
         tmp_path: Path, airflow_db: Path, s3_bucket: S3Bucket) -> None:
     inventory = make_inventory(tmp_path / "inventory.parquet", 1_000, site=SITE)
