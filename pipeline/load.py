@@ -415,8 +415,8 @@ def load(inventory: str, site_url: str, work_uri: str, *, section_depth: int = 1
     progress.done(f"{input_rows:,} rows, {valid_rows:,} valid, {result.rejected_rows:,} rejected")
     log.debug("load: %d input rows, %d valid, rejected %s, dropped fields %s (%.1f s); "
               "duplicates found in %d group(s) of partitions, %d pass(es), %d hashes read",
-             input_rows, valid_rows, rejected or "none", result.field_issues, result.seconds,
-             len(read_by), sum(g.passes for g in read_by), sum(g.rows * g.passes for g in read_by))
+              input_rows, valid_rows, rejected or "none", result.field_issues, result.seconds,
+              len(read_by), sum(g.passes for g in read_by), sum(g.rows * g.passes for g in read_by))
     return result
 
 
