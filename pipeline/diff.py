@@ -303,8 +303,8 @@ def diff(valid: ValidRows, snapshot_uri: str | None, run_time: datetime, work_ur
                         seconds=time.monotonic() - started)
     where = f"partition {partition + 1}/{partitions}: " if partitions > 1 else ""
     log.debug("diff: %s%d added, %d changed, %d unchanged, %d removed, %d future lastmods "
-             "clamped (%.1f s)", where, result.added, result.changed, result.unchanged,
-             result.removed, result.lastmod_clamped, result.seconds)
+              "clamped (%.1f s)", where, result.added, result.changed, result.unchanged,
+              result.removed, result.lastmod_clamped, result.seconds)
     return result
 
 
@@ -335,7 +335,7 @@ def _first_run_view(con: duckdb.DuckDBPyConnection, valid: ValidRows, run_time: 
         diffed_uris=list(valid.normalized_uris), view=asdict(view),
         seconds=time.monotonic() - started)
     log.debug("diff: %d added (a first run: no row written), %d future lastmods clamped (%.1f s)",
-             result.added, result.lastmod_clamped, result.seconds)
+              result.added, result.lastmod_clamped, result.seconds)
     return result
 
 

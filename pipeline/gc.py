@@ -281,10 +281,10 @@ def gc(out_uri: str, state_uri: str, *, keep: int = DEFAULT_KEEP,
         deleted, aborted = collect(d)
         work = collect_work_folders(d.cutoff)
     log.debug("gc: %s %d output and %d state files and %d temporary file(s) (keeping "
-             "generations %s, grace %.0f h); %d incomplete uploads aborted, %d dead work "
-             "folder(s) removed", "would delete" if dry_run else "deleted", len(deleted),
-             len(d.doomed_state), len(d.temporaries) + len(d.state_temporaries),
-             ", ".join(d.kept), grace_hours, aborted, work)
+              "generations %s, grace %.0f h); %d incomplete uploads aborted, %d dead work "
+              "folder(s) removed", "would delete" if dry_run else "deleted", len(deleted),
+              len(d.doomed_state), len(d.temporaries) + len(d.state_temporaries),
+              ", ".join(d.kept), grace_hours, aborted, work)
     return GcResult(kept_generations=d.kept, deleted=deleted, deleted_state=d.doomed_state,
                     deleted_temporaries=d.temporaries + d.state_temporaries, dry_run=dry_run,
                     aborted_uploads=aborted, work_folders_removed=work)

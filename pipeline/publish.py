@@ -282,7 +282,7 @@ def publish(out_uri: str, *, rendered: list[RenderedFile], live: LiveState, site
             raise
         log.warning("publish: the commit's reply was lost, but generation %s is live", generation)
     log.debug("publish: generation %s is live (%d URLs in %d sitemaps, %d index file(s))",
-             generation, published, len(sitemaps), len(indexes))
+              generation, published, len(sitemaps), len(indexes))
     repair_root(out, manifest, previous=live.manifest)
     return PublishResult(generation, True, manifest, warnings)
 

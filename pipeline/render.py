@@ -191,8 +191,8 @@ def render(planned_uris: list[str] | str, shards: list[Shard], out_uri: str, *,
     progress.done(f"{len(todo)} written, {len(skipped)} reused")
     written = [r for r in results if r.written]
     log.debug("render: %d shards written (%d URLs, %d bytes, %d gzipped), %d reused (%.1f s)",
-             len(written), sum(r.urls for r in written), sum(r.bytes for r in written),
-             sum(r.gzip_bytes for r in written), len(skipped), time.monotonic() - started)
+              len(written), sum(r.urls for r in written), sum(r.bytes for r in written),
+              sum(r.gzip_bytes for r in written), len(skipped), time.monotonic() - started)
     return results
 
 

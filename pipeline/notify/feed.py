@@ -153,6 +153,6 @@ def write_feed(out_uri: str, state_uri: str | None = None, *, days: float = DEFA
     if truncated:
         log.info("notify: the feed keeps the newest %d changes only", max_entries)
     log.debug("notify: feed %s: %d entries from %d generation(s)%s", feed_url, len(rows),
-             len(gens), "" if written else " (unchanged)")
+              len(gens), "" if written else " (unchanged)")
     return {"uri": out.uri(FEED_KEY), "url": feed_url, "entries": len(rows),
             "generations": [g for g, _, _ in gens], "truncated": truncated, "written": written}

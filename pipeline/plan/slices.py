@@ -366,6 +366,6 @@ def combine(work_uri: str, kept: Sequence[Shard] = ()) -> PlanResult:
                         seconds=seconds, bounds_uri=prepared["bounds_uri"],
                         token=prepared["token"])
     log.debug("plan: %d shards in %d sections (%d split, %d merged), %d slice(s) (%.1f s)",
-             len(shards), len({s.section for s in shards}), split, merged, len(slices),
-             result.seconds)
+              len(shards), len({s.section for s in shards}), split, merged, len(slices),
+              result.seconds)
     return result
