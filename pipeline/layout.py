@@ -25,7 +25,8 @@ paths from these names only, so the trees below are the whole list:
       owner.json                              STATE_OWNER_KEY: the output this state is for
       input-identity.json                     INPUT_IDENTITY_KEY: the input the live
                                               generation was made from, each section's
-                                              with its shards (pipeline.unchanged)
+                                              with its shards, the inventory's listing
+                                              (pipeline.unchanged)
     <work>/                                   a run's intermediate files
       normalized.parquet, duplicates.parquet, rejects.parquet      load
       normalized/bucket=K/*.parquet           a first run's rows, by section (pipeline.diffed)
@@ -103,7 +104,8 @@ REFUSED_FOLDER = "refused"
 #: one with another --out refuses (two outputs sharing a state would delete each other's).
 STATE_OWNER_KEY = "owner.json"
 #: The identity of the input that made (or last confirmed) a generation: {generation,
-#: identity}, written by every publish; a run of the same input skips the work.
+#: identity, sections, run_time, inventory}, written by every publish; a run of the same
+#: input skips the work, and one of the same inventory listing reads no row to know it.
 INPUT_IDENTITY_KEY = "input-identity.json"
 #: A generation's private files (below GENERATIONS_FOLDER/<id>/ of the state), by name.
 STATE_FILES = ("snapshot", "rejects", "changes")
@@ -135,6 +137,9 @@ SLICES_KEY = "plan-slices.json"
 BOUNDS_KEY = "plan-bounds.parquet"
 #: The shard keys of the generation live when the run began.
 LIVE_KEYS = "live_keys.json"
+#: The inventory's listing begin found (pipeline.unchanged.listing) and the rows' sums
+#: where begin read them: publish records them with the identity.
+INVENTORY_LISTING = "inventory_listing.json"
 #: The sections load found unchanged (pipeline.unchanged): each one's rows and live shards.
 UNCHANGED_SECTIONS_KEY = "unchanged-sections.json"
 

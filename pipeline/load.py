@@ -122,7 +122,12 @@ class LoadResult:
 
 def list_inventory_files(inventory: str) -> list[str]:
     """The Parquet files of a file, a glob or a (Hive-partitioned) folder, local or S3."""
-    files = storage.find_files(inventory, ".parquet")
+    return [f.uri for f in list_inventory(inventory)]
+
+
+def list_inventory(inventory: str) -> list[storage.ListedFile]:
+    """list_inventory_files' files with their sizes and versions, from one listing."""
+    files = storage.find_listed(inventory, ".parquet")
     if not files:
         raise InventoryError(f"inventory {inventory!r} matches no Parquet file")
     return files

@@ -35,7 +35,7 @@ from pipeline.context import (
 from pipeline.diffed import DiffedView
 from pipeline.errors import InternalError, InventoryError, PublishConflict, TooManyRejects
 from pipeline.extensions import ext_always_empty
-from pipeline.layout import LIVE_KEYS, REJECTS_KEY, UNCHANGED_SECTIONS_KEY
+from pipeline.layout import INVENTORY_LISTING, LIVE_KEYS, REJECTS_KEY, UNCHANGED_SECTIONS_KEY
 from pipeline.manifest import Manifest
 from pipeline.parts import Parts
 from pipeline.publish import (
@@ -126,8 +126,8 @@ def begin(opts: RunOptions) -> RunContext:
     if gone:
         log.warning("begin: %d file(s) of the live generation are missing, e.g. %s; this run "
                     "uploads its shards again", len(gone), min(gone))
-    identity, skip_reason, identity_at_load = _input_identity(opts, site, public, live.manifest,
-                                                              len(gone), meter)
+    identity, skip_reason, identity_at_load, inventory = _input_identity(
+        opts, site, public, live.manifest, len(gone), meter)
     # Last: nothing after the work folder is made may fail without removing it.
     if opts.work:
         base = opts.work
@@ -152,6 +152,8 @@ def begin(opts: RunOptions) -> RunContext:
     try:
         _save(ctx, LIVE_KEYS, sorted(s["key"] for s in (live.manifest["sitemaps"] if live.manifest
                                                          else []) if s["key"] not in gone))
+        # the listing too (an S3 inventory may have thousands of files): publish records it
+        _save(ctx, INVENTORY_LISTING, inventory)
     except BaseException:
         if ctx.own_work:  # our temp folder: no finish will remove it
             import shutil
@@ -173,24 +175,32 @@ def begin(opts: RunOptions) -> RunContext:
 
 
 def _input_identity(opts: RunOptions, site: Site, public: str, live: Manifest | None,
-                    missing: int, meter: Meter) -> tuple[str | None, str | None, bool]:
+                    missing: int, meter: Meter
+                    ) -> tuple[str | None, str | None, bool, dict[str, Any] | None]:
     """(the input's identity, why the run does the work: None when it can skip it, whether
-    load takes the identity instead). A dry run, or one against another snapshot, always
-    does the work, and takes no identity. A run that must do the work whatever the identity
-    (pipeline.unchanged.work_regardless: a first run, another number of rows, ...) leaves it
-    to load, which takes it from the rows it reads: no scan of every row here."""
+    load takes the identity instead, the inventory's listing with the rows' sums where begin
+    read them). A dry run, or one against another snapshot, always does the work, and
+    takes no identity. A listing the live generation's record has (pipeline.unchanged:
+    the same files, sizes and versions) gives the rows' sums: no row is read. A run that
+    must do the work whatever the identity (pipeline.unchanged.work_regardless: a first
+    run, another number of rows, ...) leaves it to load, which takes it from the rows it
+    reads: no scan of every row here."""
     from pipeline import unchanged
-    from pipeline.load import inventory_rows, list_inventory_files
+    from pipeline.load import inventory_rows, list_inventory
 
     if opts.compare_snapshot or not opts.check_writable:
-        return None, "a dry run", False
+        return None, "a dry run", False, None
     try:
-        files = list_inventory_files(opts.inventory)
+        listed = list_inventory(opts.inventory)
     except InventoryError:  # load says what is wrong, as it does for a first run
-        return None, "the inventory cannot be listed", False
+        return None, "the inventory cannot be listed", False, None
+    files = [f.uri for f in listed]
+    inventory: dict[str, Any] = {"files": unchanged.listing(listed), "row_sums": None}
     live_identity = unchanged.recorded(opts.state_uri, live["generation"]) if live else None
-    rows = None
-    if live is not None and live_identity is not None:
+    sums = unchanged.listed_sums(opts.state_uri, live["generation"], inventory["files"]) \
+        if live is not None and live_identity is not None else None
+    rows = sums[0] if sums else None
+    if live is not None and live_identity is not None and sums is None:
         try:  # from the files' footers: no row is read
             rows = inventory_rows(files)
         except InventoryError:  # load says what is wrong
@@ -199,12 +209,19 @@ def _input_identity(opts: RunOptions, site: Site, public: str, live: Manifest | 
     regardless = unchanged.work_regardless(live, live_identity, force=opts.force,
                                            missing_files=missing, rebuild=opts.rebuild, rows=rows)
     if regardless is not None:
-        return None, regardless, True
-    identity = unchanged.input_identity(files, identity_options(opts, site.prefix, public))
-    meter.read(rows=rows or 0, files=len(files))  # the identity's scan of every row
+        return None, regardless, True, inventory
+    if sums is None:
+        sums = unchanged.row_sums(files)
+        meter.read(rows=rows or 0, files=len(files))  # the identity's scan of every row
+        # an unchanged run records this listing with them (publish_step)
+        inventory["row_sums"] = list(sums) if sums else None
+    else:
+        log.info("begin: the inventory's %d file(s) are those the live generation was made "
+                 "from (same sizes and versions): no row read", len(files))
+    identity = unchanged.identity_of(sums, identity_options(opts, site.prefix, public))
     return identity, unchanged.why_not_skipped(live, live_identity, identity, force=opts.force,
                                               missing_files=missing, rebuild=opts.rebuild,
-                                              rows=rows), False
+                                              rows=rows), False, inventory
 
 
 def identity_options(opts: RunOptions, site_prefix: str, public: str) -> dict[str, Any]:
@@ -390,6 +407,7 @@ def load_step(ctx: RunContext, progress: Any = None) -> LoadCounts:
                              "rejects_uri": result.rejects_uri,
                              "previous_partition_rows": previous_rows,
                              "previous_split": previous_split, "input_identity": identity,
+                             "files": result.files, "row_sums": result.row_sums,
                              "section_identities": sections,
                              "first_run_sections": result.first_run_sections})
     bad = bad_rejects(result.input_rows, result.rejected, ctx.options.max_reject_share)
@@ -727,7 +745,14 @@ def publish_step(ctx: RunContext, render_uris: list[str]) -> PublishSummary:
     # and each section's, with its shards: the next run keeps those of its unchanged sections
     sections = unchanged.sections_to_record(loaded.get("section_identities"),
                                             [asdict(s) for s in shards])
-    unchanged.record(ctx.state, result.manifest["generation"], identity, sections, ctx.run_time)
+    # and the listing those rows' sums were taken from: the next run of these very files
+    # reads no row (pipeline.unchanged)
+    listed = _work(ctx).read_json_or_none(INVENTORY_LISTING) or {}
+    sums = loaded.get("row_sums")
+    inventory = unchanged.inventory_record(listed.get("files"), loaded.get("files"),
+                                           tuple(sums) if sums else None)
+    unchanged.record(ctx.state, result.manifest["generation"], identity, sections, ctx.run_time,
+                     inventory)
     return dataclasses.replace(_summary(ctx, result.manifest, result.published, counts),
                                io=meter.done())
 
@@ -748,7 +773,16 @@ def _live_counts(ctx: RunContext) -> dict[str, Any]:
 
 
 def _unchanged_summary(ctx: RunContext) -> PublishSummary:
+    from pipeline import unchanged
+
     live = _still_live(ctx)
+    listed = _work(ctx).read_json_or_none(INVENTORY_LISTING) or {}
+    # begin read the rows of a new listing: recorded, the next run need not
+    inventory = unchanged.inventory_record(
+        listed.get("files"), [f[0] for f in listed.get("files") or []],
+        tuple(listed["row_sums"]) if listed.get("row_sums") else None)
+    if inventory is not None:
+        unchanged.record_listing(ctx.state, live["generation"], inventory)
     c = live["counts"]
     counts = {
         **{k: c[k] for k in ("input_rows", "rejected", "rejected_rows", "dropped_fields")},

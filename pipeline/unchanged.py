@@ -19,6 +19,15 @@ identity with the live generation's id in the state (INPUT_IDENTITY_KEY); the ne
 compares its own with it. A rollback or another run's publish changes the live
 generation, and the record no longer applies.
 
+The record also keeps the inventory's listing (each file's URI, size and version: an S3
+object's ETag, a local file's inode, mtime and ctime) with the rows' sums that were taken
+from those very files. A run that lists the same files, each of the same size and version,
+has the same rows: begin takes their sums from the record and reads no row (an unchanged
+nightly costs one listing, O(files)). A listing that differs in anything (a file added,
+removed, rewritten, touched, copied into its place) decides nothing: begin scans the rows
+as below, and an unchanged run records the new listing with the sums it found, so the next
+run decides from the listing again.
+
 begin takes the identity (a scan of every inventory row) only
 where it decides something: when nothing else already says the run must do the work
 (`work_regardless`: no live generation, no identity recorded for it, --force, --rebuild,
@@ -120,16 +129,62 @@ def _digest(**payload: Any) -> str:
                           ).hexdigest()[:32]
 
 
+Sums = tuple[int, int, int, list[str]]
+
+
+def listing(files: Sequence[storage.ListedFile]) -> list[list[Any]]:
+    """The inventory's listing as the record keeps it: [uri, size, version] per file."""
+    return [[f.uri, f.size, f.version] for f in files]
+
+
+def inventory_record(files: list[list[Any]] | None, listed_uris: Sequence[str] | None,
+                     sums: Sums | None) -> dict[str, Any] | None:
+    """What `record` keeps of the inventory: its listing `files` (`listing`, begin's) with
+    the rows' `sums` read from the files `listed_uris`; None unless those are the listing's
+    very files (a file that came or went between begin's listing and the read)."""
+    if files is None or sums is None or listed_uris is None:
+        return None
+    if [f[0] for f in files] != list(listed_uris):
+        return None
+    return {"files": files, "row_sums": list(sums)}
+
+
 def record(state_uri: str, generation: str, identity: str | None,
-           sections: dict[str, Any] | None = None, run_time: str | None = None) -> None:
-    """Note that `identity` is the input of the live `generation`, and `sections` (each
-    section's identity and shards, `sections_to_record`) its sections' made at `run_time`
-    (nothing when neither is known)."""
+           sections: dict[str, Any] | None = None, run_time: str | None = None,
+           inventory: dict[str, Any] | None = None) -> None:
+    """Note that `identity` is the input of the live `generation`, `sections` (each
+    section's identity and shards, `sections_to_record`) its sections' made at `run_time`,
+    and `inventory` (`inventory_record`) the listing its rows' sums come from (nothing when
+    neither identity nor sections are known)."""
     if identity is None and not sections:
         return
     storage.open_storage(state_uri).write_bytes(INPUT_IDENTITY_KEY, json.dumps(
         {"generation": generation, "identity": identity, "sections": sections or {},
-         "run_time": run_time}, sort_keys=True).encode())
+         "run_time": run_time, "inventory": inventory}, sort_keys=True).encode())
+
+
+def record_listing(state_uri: str, generation: str, inventory: dict[str, Any]) -> None:
+    """An unchanged run's new listing of the same rows (`inventory_record`) into the live
+    `generation`'s record, the rest of it kept."""
+    rec = _record(state_uri, generation)
+    if rec is None or rec.get("inventory") == inventory:
+        return
+    storage.open_storage(state_uri).write_bytes(INPUT_IDENTITY_KEY, json.dumps(
+        {**rec, "inventory": inventory}, sort_keys=True).encode())
+
+
+def listed_sums(state_uri: str, generation: str | None, files: list[list[Any]]
+                ) -> Sums | None:
+    """The rows' sums recorded for the live `generation` when its inventory's listing is
+    `files` (`listing`): the same files, sizes and versions hold the same rows. None
+    otherwise, or when the record has no listing."""
+    inventory = (_record(state_uri, generation) or {}).get("inventory")
+    if not isinstance(inventory, dict) or inventory.get("files") != files:
+        return None
+    sums = inventory.get("row_sums")
+    if not (isinstance(sums, list) and len(sums) == 4 and isinstance(sums[3], list)):
+        return None
+    return int(sums[0]), int(sums[1]), int(sums[2]), [str(c) for c in sums[3]]
 
 
 def _record(state_uri: str, generation: str | None) -> dict[str, Any] | None:

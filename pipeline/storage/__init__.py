@@ -22,6 +22,7 @@ from pipeline.storage.base import (
     CACHE_IMMUTABLE,
     CACHE_SHORT,
     CONTENT_TYPES,
+    ListedFile,
     ObjectInfo,
     Storage,
     StoredHeaders,
@@ -48,10 +49,10 @@ BACKENDS: dict[str, type[Storage]] = {
 
 __all__ = [
     "BACKENDS", "CACHE_IMMUTABLE", "CACHE_SHORT", "CLIENT_HOOKS", "CONTENT_TYPES",
-    "S3_PART_SIZE", "LocalStorage", "MissingCredentials", "ObjectInfo",
+    "S3_PART_SIZE", "ListedFile", "LocalStorage", "MissingCredentials", "ObjectInfo",
     "S3Settings", "S3Storage", "Storage", "StoredHeaders", "atomic_write", "configure_s3",
-    "arrow_files", "backend_for", "canonical_uri", "content_type_for", "find_files", "join", "open_file",
-    "open_storage", "s3_client",
+    "arrow_files", "backend_for", "canonical_uri", "content_type_for", "find_files",
+    "find_listed", "join", "open_file", "open_storage", "s3_client",
     "s3_filesystem", "s3_settings", "translate_s3_error",
 ]
 
@@ -101,6 +102,11 @@ def find_files(uri: str, suffix: str) -> list[str]:
     """The files a path, a glob or a folder names, local or on a registered store, sorted
     (a folder: every file below it whose name ends in `suffix`); empty when none."""
     return backend_for(uri).find_files(uri, suffix)
+
+
+def find_listed(uri: str, suffix: str) -> list[ListedFile]:
+    """find_files' files, each with its size and version (Storage.find_listed)."""
+    return backend_for(uri).find_listed(uri, suffix)
 
 
 def arrow_files(uris: Sequence[str]) -> tuple[Any | None, list[str]]:

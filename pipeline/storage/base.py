@@ -80,6 +80,18 @@ class ObjectInfo:
     key: str
     size: int
     modified: datetime
+    #: The store's tag of this content (S3's ETag); None where the listing has none.
+    etag: str | None = None
+
+
+@dataclass(frozen=True)
+class ListedFile:
+    """One file a listing found: its URI, size and version, a string that changes whenever
+    its content does (an S3 object's ETag; a local file's inode, mtime and ctime)."""
+
+    uri: str
+    size: int
+    version: str
 
 
 @dataclass(frozen=True)
@@ -155,11 +167,17 @@ class Storage(abc.ABC):
 
     @classmethod
     @abc.abstractmethod
-    def find_files(cls, uri: str, suffix: str) -> builtins.list[str]:
-        """The files `uri` names, sorted: the file itself, those a glob (`*`, `?`, `[`)
+    def find_listed(cls, uri: str, suffix: str) -> builtins.list[ListedFile]:
+        """The files `uri` names, sorted, each with its size and version (from the one
+        listing, no read of any file): the file itself, those a glob (`*`, `?`, `[`)
         matches, or every file below a folder whose name ends in `suffix`; empty when
         none. Of a glob's or a folder's files, none that `hidden_below` hides. As URIs of
         this backend (a local path for a local file)."""
+
+    @classmethod
+    def find_files(cls, uri: str, suffix: str) -> builtins.list[str]:
+        """The URIs of `find_listed`'s files."""
+        return [f.uri for f in cls.find_listed(uri, suffix)]
 
     # --- what a backend may refine ----------------------------------------------------------
 

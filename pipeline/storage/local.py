@@ -19,7 +19,7 @@ from typing import IO, Any
 
 from pipeline.errors import WRITE_FULL_ERRNOS, PublishConflict
 from pipeline.layout import LOCK_NAME, TEMP_PREFIX
-from pipeline.storage.base import ObjectInfo, Storage, glob_base, hidden_below
+from pipeline.storage.base import ListedFile, ObjectInfo, Storage, glob_base, hidden_below
 
 _UMASK = os.umask(0)
 os.umask(_UMASK)
@@ -69,6 +69,14 @@ def atomic_write(target: Path, *, mode: int | None = None) -> Iterator[IO[bytes]
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
             raise
+
+
+def _listed(path: str) -> ListedFile:
+    """A local file with its version: a rewrite in place changes its mtime and ctime (which
+    no one can set back), a file moved into its place its inode."""
+    st = os.stat(path)
+    return ListedFile(uri=path, size=st.st_size,
+                      version=f"{st.st_ino}:{st.st_mtime_ns}:{st.st_ctime_ns}")
 
 
 class LocalStorage(Storage):
@@ -170,18 +178,20 @@ class LocalStorage(Storage):
         return str(self._p(key))
 
     @classmethod
-    def find_files(cls, uri: str, suffix: str) -> builtins.list[str]:
+    def find_listed(cls, uri: str, suffix: str) -> builtins.list[ListedFile]:
         path = uri.removeprefix("file://")
         if any(c in path for c in "*?["):
             base = glob_base(path)
-            return sorted(p for p in glob.glob(path, recursive=True)
-                          if os.path.isfile(p) and not hidden_below(base, p))
-        if os.path.isdir(path):
-            return sorted(str(p) for p in Path(path).rglob(f"*{suffix}")
-                          if p.is_file() and not hidden_below(path, str(p)))
-        if os.path.isfile(path):
-            return [path]
-        return []
+            found = sorted(p for p in glob.glob(path, recursive=True)
+                           if os.path.isfile(p) and not hidden_below(base, p))
+        elif os.path.isdir(path):
+            found = sorted(str(p) for p in Path(path).rglob(f"*{suffix}")
+                           if p.is_file() and not hidden_below(path, str(p)))
+        elif os.path.isfile(path):
+            found = [path]
+        else:
+            found = []
+        return [_listed(p) for p in found]
 
     @contextlib.contextmanager
     def local_output(self, key: str) -> Iterator[Path]:

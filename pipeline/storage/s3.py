@@ -26,6 +26,7 @@ from pipeline.errors import ConfigError, PublishConflict
 from pipeline.layout import PROBE_KEY
 from pipeline.settings import environment
 from pipeline.storage.base import (
+    ListedFile,
     ObjectInfo,
     Storage,
     StoredHeaders,
@@ -234,7 +235,7 @@ class S3Storage(Storage):
             for page in pages:
                 for obj in page.get("Contents", []):
                     yield ObjectInfo(key=obj["Key"][strip:], size=obj["Size"],
-                                     modified=obj["LastModified"])
+                                     modified=obj["LastModified"], etag=obj.get("ETag"))
 
     def delete(self, keys: Iterable[str]) -> int:
         batch: builtins.list[str] = []
@@ -303,11 +304,11 @@ class S3Storage(Storage):
         return uri.removeprefix("s3://")
 
     @classmethod
-    def find_files(cls, uri: str, suffix: str) -> builtins.list[str]:
+    def find_listed(cls, uri: str, suffix: str) -> builtins.list[ListedFile]:
         bucket, _, key = uri.removeprefix("s3://").partition("/")
         wildcard = next((i for i, c in enumerate(key) if c in "*?["), None)
         base = key[:wildcard].rsplit("/", 1)[0] if wildcard is not None else key
-        candidates = [o.key for o in cls(f"s3://{bucket}").list(base)]
+        candidates = {o.key: o for o in cls(f"s3://{bucket}").list(base)}
         if wildcard is not None:
             files = [k for k in candidates if fnmatch.fnmatchcase(k, key)
                      and not hidden_below(glob_base(key), k)]
@@ -317,7 +318,11 @@ class S3Storage(Storage):
             prefix = key.rstrip("/") + "/"
             files = [k for k in candidates if k.startswith(prefix) and k.endswith(suffix)
                      and not hidden_below(prefix, k)]
-        return [f"s3://{bucket}/{k}" for k in sorted(files)]
+        # The ETag changes with the content; a store without one (none known) gives the
+        # object's last change, which a rewrite moves on.
+        return [ListedFile(uri=f"s3://{bucket}/{k}", size=candidates[k].size,
+                           version=candidates[k].etag or candidates[k].modified.isoformat())
+                for k in sorted(files)]
 
     def probe_write(self, name: str) -> None:
         self.write_bytes(name, b"")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import stat
+import time
 from pathlib import Path
 
 import pytest
@@ -147,3 +148,22 @@ def test_local_files_are_read_as_they_are_and_written_in_place(tmp_path: Path) -
 def test_s3_files_are_read_through_the_arrow_filesystem() -> None:
     backend = storage.backend_for("s3://bucket/inv/a.parquet")
     assert backend.arrow_path("s3://bucket/inv/a.parquet") == "bucket/inv/a.parquet"
+
+
+def test_a_listed_file_has_a_version_that_any_rewrite_changes(tmp_path: Path) -> None:
+    inv = tmp_path / "inv"
+    inv.mkdir()
+    (inv / "a.parquet").write_bytes(b"one")
+    (first,) = storage.find_listed(str(inv), ".parquet")
+    assert (first.uri, first.size) == (str(inv / "a.parquet"), 3)
+    assert storage.find_listed(str(inv), ".parquet") == [first]  # listed again: the same
+    stat_before = os.stat(inv / "a.parquet")
+    time.sleep(0.05)  # past the file clock's tick (a few ms): the rewrite's ctime is later
+    (inv / "a.parquet").write_bytes(b"two")  # the same size, in place
+    os.utime(inv / "a.parquet", ns=(stat_before.st_atime_ns, stat_before.st_mtime_ns))
+    (rewritten,) = storage.find_listed(str(inv), ".parquet")
+    assert rewritten.size == 3 and rewritten.version != first.version  # its ctime moved
+    (tmp_path / "b").write_bytes(b"two")
+    os.replace(tmp_path / "b", inv / "a.parquet")  # another file moved into its place
+    (moved,) = storage.find_listed(str(inv), ".parquet")
+    assert moved.version not in (first.version, rewritten.version)

@@ -1,0 +1,106 @@
+"""An unchanged inventory is found from its listing: no inventory row is read.
+
+begin compares each inventory file's URI, size and version (an S3 object's ETag; a local
+file's inode, mtime and ctime) with the listing the live generation's record keeps beside
+its rows' sums (pipeline.unchanged). The same listing is the same rows; any other listing
+decides nothing, and begin reads the rows as before. What begin read is its `io`: on an
+unchanged run from the listing, only the live snapshot's rows (integrity.verify checks
+it), no inventory row."""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from pipeline.run import RunOptions, run
+
+pytestmark = pytest.mark.integration
+SITE = "https://www.example.com/"
+T0 = datetime(2026, 12, 1, 3, tzinfo=UTC)
+ROWS = 800
+
+
+def _rows(changed: int | None = None) -> list[tuple[str, datetime]]:
+    """ROWS rows in two sections; `changed`: that row's lastmod an hour later (the same
+    number of bytes in the file: only the value differs)."""
+    return [(f"{SITE}{'ab'[i % 2]}/page-{i:05d}",
+             T0 - timedelta(days=i % 7) + (timedelta(hours=1) if i == changed else timedelta()))
+            for i in range(ROWS)]
+
+
+def _write(path: Path, rows: list[tuple[str, datetime]]) -> str:
+    pq.write_table(pa.table({"url": [u for u, _ in rows],
+                             "lastmod": pa.array([t for _, t in rows], pa.timestamp("s", "UTC"))}),
+                   path, compression="none", use_dictionary=False, write_statistics=False)
+    return str(path)
+
+
+def _run(inv: str, out: str, day: int, **kw: Any) -> dict[str, Any]:
+    return run(RunOptions(inventory=inv, site_url=SITE, out=out,
+                          run_time=T0 + timedelta(days=day), **kw))
+
+
+def _begin_rows(summary: dict[str, Any]) -> int:
+    return int(summary["stage_io"]["begin"]["rows_read"])
+
+
+def test_the_same_local_file_is_decided_from_its_listing(tmp_path: Path) -> None:
+    inv, out = _write(tmp_path / "inv.parquet", _rows()), str(tmp_path / "out")
+    first = _run(inv, out, 0)
+    assert first["published"]
+    record = json.loads((tmp_path / "out" / "_state" / "input-identity.json").read_text())
+    assert [f[0] for f in record["inventory"]["files"]] == [inv]
+    assert record["inventory"]["row_sums"][0] == ROWS
+
+    again = _run(inv, out, 1)
+    assert again["unchanged"] and again["generation"] == first["generation"]
+    assert _begin_rows(again) == ROWS  # the live snapshot's rows only: no inventory row
+    assert again["stage_io"]["begin"]["files_read"] == 1  # the snapshot, no inventory footer
+
+    # touched (same bytes, a new mtime): the listing decides nothing, begin reads the rows,
+    # finds them unchanged and records the new listing; the night after decides from it
+    os.utime(inv, ns=(10**18, 10**18))
+    touched = _run(inv, out, 2)
+    assert touched["unchanged"] and _begin_rows(touched) == ROWS + ROWS
+    after = _run(inv, out, 3)
+    assert after["unchanged"] and _begin_rows(after) == ROWS
+
+
+def test_a_rewrite_of_the_same_size_and_mtime_is_read(tmp_path: Path) -> None:
+    inv, out = _write(tmp_path / "inv.parquet", _rows()), str(tmp_path / "out")
+    first = _run(inv, out, 0)
+    size, mtime = os.stat(inv).st_size, os.stat(inv).st_mtime_ns
+    # another lastmod in place, the file's size and mtime set back: its ctime still moved
+    _write(tmp_path / "inv.parquet", _rows(changed=5))
+    os.utime(inv, ns=(mtime, mtime))
+    assert os.stat(inv).st_size == size
+    changed = _run(inv, out, 1)
+    assert changed["published"] and changed["generation"] != first["generation"]
+    assert changed["counts"]["changed"] == 1
+
+
+def test_an_s3_inventory_is_decided_from_its_etags(s3_bucket: Any, tmp_path: Path) -> None:
+    rows = _rows()
+    for part, half in (("a", rows[:ROWS // 2]), ("b", rows[ROWS // 2:])):  # each its ETag
+        s3_bucket.client.upload_file(_write(tmp_path / f"{part}.parquet", half),
+                                     s3_bucket.name, f"inv/{part}.parquet")
+    inv, out = s3_bucket.url("inv"), s3_bucket.url("out")
+    first = _run(inv, out, 0)
+    assert first["published"] and first["counts"]["input_rows"] == ROWS
+    again = _run(inv, out, 1)
+    assert again["unchanged"] and _begin_rows(again) == ROWS  # the live snapshot's only
+
+    # one object replaced by other rows of the same size: another ETag, the rows are read
+    changed_rows = _rows(changed=ROWS - 1)
+    s3_bucket.client.upload_file(_write(tmp_path / "b.parquet", changed_rows[ROWS // 2:]),
+                                 s3_bucket.name, "inv/b.parquet")
+    changed = _run(inv, out, 2)
+    assert changed["published"] and changed["generation"] != first["generation"]
+    assert changed["counts"]["changed"] == 1
