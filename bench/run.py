@@ -653,12 +653,14 @@ def main(argv: list[str] | None = None) -> int:
                    help="sitemap.js's createGzip level (default 1, the pipeline's default)")
     p.add_argument("--incremental", action="store_true",
                    help="second run on the same output after changing the inventory (--change)")
-    p.add_argument("--change", choices=("random", "clustered", "none"), nargs="+",
+    p.add_argument("--change", choices=("random", "clustered", "none", "untouched"), nargs="+",
                    default=["random"],
                    help="what --incremental changes: --change-share of the rows at random "
                         "(default), 10,000 rows of one URL range and 5,000 new URLs at the end "
-                        "of one section (clustered), or nothing (none: the same inventory "
-                        "again, the common nightly case); several run one after the other on "
+                        "of one section (clustered), nothing (none: a copy of the same inventory, "
+                        "whose rows begin reads), or nothing at all (untouched: the very same "
+                        "file, which begin finds unchanged from its listing: the common "
+                        "nightly case); several run one after the other on "
                         "the same output, each against the first inventory")
     p.add_argument("--change-share", type=float, default=0.001)
     p.add_argument("--seed", type=int, default=20261202)
@@ -716,6 +718,9 @@ def main(argv: list[str] | None = None) -> int:
                     inv2 = base / "inventories" / f"inventory-{size}-{change}.parquet"
                     if change == "clustered":
                         mutation = clustered_change(inv, inv2)
+                    elif change == "untouched":  # the very file again: not even copied
+                        inv2 = inv
+                        mutation = {"rows": size, "changed_rows": 0, "seconds": 0.0}
                     elif change == "none":
                         shutil.copyfile(inv, inv2)
                         mutation = {"rows": size, "changed_rows": 0, "seconds": 0.0}
@@ -727,7 +732,8 @@ def main(argv: list[str] | None = None) -> int:
                     r["incrementals"].append({"mutation": mutation, "run": run2})
                     print(f"# {size:,}: {change} change: {run2['wall_seconds']} s",
                           file=sys.stderr)
-                    inv2.unlink()
+                    if inv2 != inv:
+                        inv2.unlink()
                 r["incremental"] = r["incrementals"][0]
             if peer_dir is not None:
                 rows = base / "inventories" / f"rows-{args.inventory}-{size}.ndjson"
