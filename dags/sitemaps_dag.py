@@ -11,8 +11,8 @@ run context (a small dict of URIs and settings), URIs and counts through XCom; e
 task writes goes under the run's work prefix on shared storage, so any worker can run any
 task and a retry finds what it needs.
 
-Parsing this file reads one local TOML file and nothing else; everything expensive is
-imported inside the tasks.
+Parsing this file reads one local TOML file (and Airflow's own configuration) and nothing
+else; everything expensive is imported inside the tasks.
 """
 
 from __future__ import annotations
@@ -95,6 +95,7 @@ def build_dag(site: SiteConfig) -> Any:
     @dag(dag_id=site.dag_id, description=f"Sitemaps of {site.site_url}",
          schedule=AssetOrTimeSchedule(timetable=timetable, assets=[inventory_asset]),
          start_date=START_DATE, catchup=False, max_active_runs=1, default_args=DEFAULT_ARGS,
+         max_active_tasks=adapter.max_active_tasks(),
          tags=["sitemaps", *site.tags], doc_md=doc, params=adapter.params())
     def sitemaps() -> None:
         @task.short_circuit(doc_md=TASK_DOCS["rollback"])

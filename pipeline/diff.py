@@ -78,10 +78,10 @@ DIFF_BUILD_ROW_BYTES = 150
 #: once (split_snapshot), so each partition reads its own share instead of scanning every
 #: row for it; with fewer, writing them costs more than the scans it saves.
 SNAPSHOT_SPLIT_PARTITIONS = 8
-#: At most this many automatic partitions.
-#: Load cuts the valid rows by the partitions, so each reads its own; each still scans the
-#: whole snapshot, which more partitions read more often.
-MAX_AUTO_DIFF_PARTITIONS = 16
+#: At most this many automatic partitions: Airflow's default `max_map_length` (the DAG maps
+#: one diff task per partition). Each partition reads its own share of the rows: load cuts
+#: the valid rows by them, and from SNAPSHOT_SPLIT_PARTITIONS on the snapshot's too.
+MAX_AUTO_DIFF_PARTITIONS = 1024
 
 #: The changes of a first run as the diff sees them: none written (see `diff`).
 NO_CHANGES = ("SELECT NULL::VARCHAR AS url, NULL::VARCHAR AS change, "
@@ -130,7 +130,6 @@ def partitions_for(inventory_rows: int, partition_rows: int | None = None, *,
     if partition_rows:
         return max(1, math.ceil(inventory_rows / partition_rows))
     rows = max(1_000_000, sql.parse_bytes(sql.duckdb_memory_limit()) // DIFF_BUILD_ROW_BYTES)
-    # Each partition scans the whole snapshot: past a few more, spilling costs less.
     return max(1, min(MAX_AUTO_DIFF_PARTITIONS, math.ceil(inventory_rows / rows)))
 
 

@@ -51,7 +51,7 @@ valid and rejected rows (with a reason) as Parquet under the work prefix.
     "diff_partitions": """\
 Returns the numbers of the diff's hash partitions, which the diff task is mapped over: load
 chose how many (the site's `diff_partitions`, else as many as keep each join in DuckDB's
-memory, at most 16; one on a first run) and cut the valid rows it wrote by them.
+memory, at most 1,024; one on a first run) and cut the valid rows it wrote by them.
 *If it fails*: it only reads load's result from the work prefix: storage; it is retried.""",
     "diff": """\
 One mapped task per hash partition of the URLs (`hash(url) % partitions`): compares that
@@ -328,6 +328,21 @@ def plan(site: SiteConfig, ctx: dict[str, Any], slice: int) -> dict[str, Any]:
         return _logged(steps.plan_slice_step(RunContext.from_dict(ctx), slice))
 
 
+def max_map_length() -> int:
+    """Airflow's `[core] max_map_length`: a task mapped over more items fails."""
+    from airflow.sdk.configuration import conf
+
+    return int(conf.getint("core", "max_map_length"))
+
+
+def max_active_tasks() -> int:
+    """The DAG's `max_active_tasks`: the deployment's `[core] parallelism` (its running
+    tasks at most), so that mapped tasks are not held to Airflow's 16 a DAG."""
+    from airflow.sdk.configuration import conf
+
+    return int(conf.getint("core", "parallelism"))
+
+
 def plan_counts(site: SiteConfig, ctx: dict[str, Any]) -> list[list[str]]:
     """Returns the render batches (lists of shard ids); the counts go to XCom `summary`;
     a dry run's report to XCom `dry_run`, and no batches."""
@@ -335,7 +350,7 @@ def plan_counts(site: SiteConfig, ctx: dict[str, Any]) -> list[list[str]]:
 
     run = RunContext.from_dict(ctx)
     with step(site):
-        planned = steps.plan_combine_step(run)
+        planned = steps.plan_combine_step(run, max_batches=max_map_length())
         report = steps.dry_run_summary(run) if run.dry_run else None
     ti = _context()["ti"]
     log.info("%s", planned.line())

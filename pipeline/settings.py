@@ -186,7 +186,7 @@ class RunOptions:
         None, "where to submit (default https://api.indexnow.org/indexnow)")
     diff_partitions: int | None = option(
         None, "diff in N hash partitions of the URLs, one join at a time (default: as many as "
-        "keep each join in memory, at most 16; 1 on a first run); the DAG maps its diff task "
+        "keep each join in memory, at most 1,024; 1 on a first run); the DAG maps its diff task "
         "over them", metavar="N", minimum=1)
     plan_slice_rows: int | None = option(
         None, "plan at most about N URLs at a time (default 4,000,000, "

@@ -14,6 +14,7 @@ import hashlib
 import json
 import logging
 import time
+from collections.abc import Sequence
 from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Any
@@ -540,27 +541,40 @@ def _reuse_keys(ctx: RunContext) -> frozenset[str]:
     return frozenset() if ctx.options.force else frozenset(live_keys(ctx))
 
 
-def plan_combine_step(ctx: RunContext, batch_bytes: int | None = None) -> PlanCounts:
+def render_batches(shards: Sequence[Any], skip: set[str], batch_bytes: int,
+                   max_batches: int | None = None) -> list[list[str]]:
+    """The uids of the shards to render (those whose key is not in `skip`), in plan order,
+    in batches of about `batch_bytes` of <url> lines; `batch_bytes` doubled until there are
+    at most `max_batches` (Airflow's `max_map_length`: a mapped task over more fails)."""
+    while True:
+        batches: list[list[str]] = []
+        size = 0
+        for s in shards:
+            if s.key in skip:
+                continue
+            if not batches or size + s.body_bytes > batch_bytes:
+                batches.append([])
+                size = 0
+            batches[-1].append(s.uid)
+            size += s.body_bytes
+        if max_batches is None or len(batches) <= max(1, max_batches):
+            return batches
+        batch_bytes *= 2
+
+
+def plan_combine_step(ctx: RunContext, batch_bytes: int | None = None,
+                      max_batches: int | None = None) -> PlanCounts:
     """Gathers the slices into `shards.json` and `plan.json`; returns the counts and the
-    render batches (lists of shard uids, by bytes). Its `io` counts no row: it reads the
-    slices' results, not their rows."""
+    render batches (lists of shard uids, by bytes; at most `max_batches`, see
+    render_batches). Its `io` counts no row: it reads the slices' results, not their rows."""
     meter = Meter()
     from pipeline.plan import Shard, combine
 
     result = combine(ctx.work, kept=[Shard(**d) for section in unchanged_sections(ctx).values()
                                      for d in section["shards"]])
-    batch_bytes = batch_bytes or ctx.options.render_batch_bytes
     skip = set() if ctx.options.force else live_keys(ctx)
-    batches: list[list[str]] = []
-    size = 0
-    for s in result.shards:
-        if s.key in skip:
-            continue
-        if not batches or size + s.body_bytes > batch_bytes:
-            batches.append([])
-            size = 0
-        batches[-1].append(s.uid)
-        size += s.body_bytes
+    batches = render_batches(result.shards, skip, batch_bytes or ctx.options.render_batch_bytes,
+                             max_batches)
     counts = PlanCounts(shards=len(result.shards), to_render=sum(map(len, batches)),
                         split=result.split, merged=result.merged,
                         seconds=round(result.seconds, 3), batches=batches, io=meter.done())

@@ -53,6 +53,7 @@ def describe(dag_folder):
         "timezone": str(getattr(getattr(tt, "timetable", None), "timezone", None)),
         "assets": sorted(a.uri for a in getattr(tt, "asset_condition").objects),
         "catchup": dag.catchup, "max_active_runs": dag.max_active_runs,
+        "max_active_tasks": dag.max_active_tasks,
         "doc_md": dag.doc_md or "", "params": sorted(dag.params),
         "tags": sorted(dag.tags),
         "tasks": {t.task_id: {
@@ -91,8 +92,9 @@ def bags(tmp_path_factory: pytest.TempPathFactory, airflow_db: Path) -> dict[str
         files[name] = str(tmp / f"{name}.toml")
         Path(files[name]).write_text(text)
     proc = subprocess.run([sys.executable, "-c", DESCRIBE, str(DAGS_FOLDER), json.dumps(files)],
-                          env=env.env(), cwd=env.home, capture_output=True, text=True,
-                          timeout=180)
+                          # a deployment of 40 task slots (the DAG's max_active_tasks)
+                          env={**env.env(), "AIRFLOW__CORE__PARALLELISM": "40"},
+                          cwd=env.home, capture_output=True, text=True, timeout=180)
     line = [x for x in proc.stdout.splitlines() if x.startswith("DESCRIBE:")]
     assert proc.returncode == 0 and line, tail(proc.stdout + proc.stderr)
     return dict(json.loads(line[0].removeprefix("DESCRIBE:")))
@@ -111,6 +113,8 @@ def test_one_dag_per_site_with_the_expected_shape(bags: dict[str, dict]) -> None
     assert shop["assets"] == ["s3://inventory/shop"]  # inventory_asset, not the glob
     for d in (www, shop):
         assert d["catchup"] is False and d["max_active_runs"] == 1
+        # as many tasks at once as the deployment runs, not Airflow's 16 a DAG
+        assert d["max_active_tasks"] == 40
         assert "Sitemaps for" in d["doc_md"] and "When a run fails" in d["doc_md"]
         assert d["params"] == ["allow_shrink", "dry_run", "force", "rollback_to"]
         assert sorted(d["tasks"]) == sorted(TASKS)
