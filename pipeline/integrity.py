@@ -3,7 +3,9 @@
 A snapshot that is truncated, replaced or partly rewritten would give a DuckDB
 traceback or, worse, a valid Parquet file with rows missing and so wrong
 lastmods. The manifest records each state file's size, sha256 and (for Parquet)
-row count; a run checks them before it reads the file.
+row count; a run checks them before it reads the file. A run that reads no state file (an
+unchanged inventory: pipeline.unchanged) checks only that the live snapshot is there with
+its recorded size, from one listing (`verify_size`), so that its nightly reads no row.
 """
 
 from __future__ import annotations
@@ -50,3 +52,15 @@ def verify(uri: str, expected: dict[str, Any], what: str, recovery: str) -> dict
         raise LiveStateCorrupt(f"{what} {uri} is not the file its generation recorded ({detail}); "
                                f"{recovery}")
     return found
+
+
+def verify_size(uri: str, expected: dict[str, Any], what: str, recovery: str) -> None:
+    """verify's check that reads nothing: `uri` is there with the recorded size (one
+    listing); LiveStateCorrupt (exit 2) naming `recovery` otherwise."""
+    store, key = storage.open_file(uri)
+    found = next((o for o in store.list(key) if o.key == key), None)
+    if found is None:
+        raise LiveStateCorrupt(f"{what} {uri} is missing; {recovery}")
+    if "bytes" in expected and found.size != expected["bytes"]:
+        raise LiveStateCorrupt(f"{what} {uri} is not the file its generation recorded (bytes "
+                               f"{found.size} instead of {expected['bytes']}); {recovery}")

@@ -80,7 +80,8 @@ def check_below(root: str, work: str) -> None:
 def begin(opts: RunOptions) -> RunContext:
     """Reads the live manifest (its version is what the commit will be conditional on).
     Its `io` counts the inventory's footers and, when it takes the input's identity, every
-    inventory row; and the live snapshot, which it checks whole."""
+    inventory row; and the live snapshot, which it checks whole when the run will read it
+    (not on an unchanged run: then only its size)."""
     meter = Meter()
     environment()  # every SITEMAPS_* variable checked (ConfigError) before any work
     run_time = (opts.run_time or datetime.now(UTC)).astimezone(UTC).replace(microsecond=0)
@@ -112,14 +113,6 @@ def begin(opts: RunOptions) -> RunContext:
         generation = new_generation_id(run_time)
     snapshot = opts.compare_snapshot or (snapshot_uri(live.manifest, opts.state_uri)
                                          if live.manifest else None)
-    if snapshot and not opts.compare_snapshot:
-        from pipeline import integrity
-
-        assert live.manifest is not None
-        found = integrity.verify(snapshot, (live.manifest.get("state_check") or {}).get("snapshot", {}),
-                         f"the snapshot of the live generation {live.generation}",
-                         f"nothing was published; restore that file, or {repair_hint(opts.out)}")
-        meter.read(rows=found["rows"], files=1)
     # A live shard that is missing (or of another size) is not reused: plan gives it its
     # rows and render uploads it again.
     gone = set(missing_files(storage.open_storage(opts.out), live.manifest)) if live.manifest \
@@ -129,6 +122,9 @@ def begin(opts: RunOptions) -> RunContext:
                     "uploads its shards again", len(gone), min(gone))
     identity, skip_reason, identity_at_load, inventory = _input_identity(
         opts, site, public, live.manifest, len(gone), meter)
+    if snapshot and not opts.compare_snapshot:
+        _check_snapshot(snapshot, live.manifest, live.generation, opts.out, meter,
+                        read=skip_reason is not None)
     # Last: nothing after the work folder is made may fail without removing it.
     if opts.work:
         base = opts.work
@@ -173,6 +169,23 @@ def begin(opts: RunOptions) -> RunContext:
     elif skip_reason and live.manifest:
         log.info("begin: the work is done: %s", skip_reason)
     return ctx
+
+
+def _check_snapshot(snapshot: str, live: Manifest | None, generation: str | None, out: str,
+                    meter: Meter, *, read: bool) -> None:
+    """The live snapshot is what its generation recorded (pipeline.integrity), else
+    LiveStateCorrupt: read whole (size, sha256, rows) when this run will `read` it; only
+    its size, from a listing, when it will not (an unchanged run loads and diffs nothing)."""
+    from pipeline import integrity
+
+    assert live is not None
+    expected = (live.get("state_check") or {}).get("snapshot", {})
+    what = f"the snapshot of the live generation {generation}"
+    recovery = f"nothing was published; restore that file, or {repair_hint(out)}"
+    if read:
+        meter.read(rows=integrity.verify(snapshot, expected, what, recovery)["rows"], files=1)
+    else:
+        integrity.verify_size(snapshot, expected, what, recovery)
 
 
 def _input_identity(opts: RunOptions, site: Site, public: str, live: Manifest | None,

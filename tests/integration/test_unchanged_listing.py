@@ -4,8 +4,8 @@ begin compares each inventory file's URI, size and version (an S3 object's ETag;
 file's inode, mtime and ctime) with the listing the live generation's record keeps beside
 its rows' sums (pipeline.unchanged). The same listing is the same rows; any other listing
 decides nothing, and begin reads the rows as before. What begin read is its `io`: on an
-unchanged run from the listing, only the live snapshot's rows (integrity.verify checks
-it), no inventory row."""
+unchanged run from the listing, no row at all (the live snapshot, which such a run does not
+read, is checked by its size: pipeline.integrity.verify_size)."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from pipeline.errors import LiveStateCorrupt
 from pipeline.run import RunOptions, run
 
 pytestmark = pytest.mark.integration
@@ -61,16 +62,16 @@ def test_the_same_local_file_is_decided_from_its_listing(tmp_path: Path) -> None
 
     again = _run(inv, out, 1)
     assert again["unchanged"] and again["generation"] == first["generation"]
-    assert _begin_rows(again) == ROWS  # the live snapshot's rows only: no inventory row
-    assert again["stage_io"]["begin"]["files_read"] == 1  # the snapshot, no inventory footer
+    assert _begin_rows(again) == 0  # neither the inventory's rows nor the snapshot's
+    assert again["stage_io"]["begin"]["files_read"] == 0  # not even an inventory footer
 
     # touched (same bytes, a new mtime): the listing decides nothing, begin reads the rows,
     # finds them unchanged and records the new listing; the night after decides from it
     os.utime(inv, ns=(10**18, 10**18))
     touched = _run(inv, out, 2)
-    assert touched["unchanged"] and _begin_rows(touched) == ROWS + ROWS
+    assert touched["unchanged"] and _begin_rows(touched) == ROWS  # the inventory's
     after = _run(inv, out, 3)
-    assert after["unchanged"] and _begin_rows(after) == ROWS
+    assert after["unchanged"] and _begin_rows(after) == 0
 
 
 def test_a_rewrite_of_the_same_size_and_mtime_is_read(tmp_path: Path) -> None:
@@ -95,7 +96,7 @@ def test_an_s3_inventory_is_decided_from_its_etags(s3_bucket: Any, tmp_path: Pat
     first = _run(inv, out, 0)
     assert first["published"] and first["counts"]["input_rows"] == ROWS
     again = _run(inv, out, 1)
-    assert again["unchanged"] and _begin_rows(again) == ROWS  # the live snapshot's only
+    assert again["unchanged"] and _begin_rows(again) == 0
 
     # one object replaced by other rows of the same size: another ETag, the rows are read
     changed_rows = _rows(changed=ROWS - 1)
@@ -104,3 +105,23 @@ def test_an_s3_inventory_is_decided_from_its_etags(s3_bucket: Any, tmp_path: Pat
     changed = _run(inv, out, 2)
     assert changed["published"] and changed["generation"] != first["generation"]
     assert changed["counts"]["changed"] == 1
+
+
+def test_an_unchanged_run_checks_the_snapshot_it_does_not_read_by_its_size(
+        tmp_path: Path) -> None:
+    inv, out = _write(tmp_path / "inv.parquet", _rows()), str(tmp_path / "out")
+    _run(inv, out, 0)
+    (snapshot,) = (tmp_path / "out" / "_state" / "generations").rglob("snapshot.parquet")
+    raw = snapshot.read_bytes()
+    # damaged in place, the same size: an unchanged run reads no snapshot row and goes on;
+    # the first run that reads it (a changed inventory) refuses it, whole-file checked
+    snapshot.write_bytes(raw[:100] + bytes(b ^ 0xFF for b in raw[100:200]) + raw[200:])
+    assert _run(inv, out, 1)["unchanged"]
+    changed = _write(tmp_path / "changed.parquet", _rows(changed=5))
+    with pytest.raises(LiveStateCorrupt, match="sha256"):
+        _run(changed, out, 2)
+    # truncated: even an unchanged run refuses it (exit 2), naming the repair
+    snapshot.write_bytes(raw[: len(raw) // 2])
+    with pytest.raises(LiveStateCorrupt, match="bytes .* instead of") as exc:
+        _run(inv, out, 3)
+    assert exc.value.exit_code == 2 and "sitemaps repair" in str(exc.value)
