@@ -131,11 +131,11 @@ def build_dag(site: SiteConfig) -> Any:
             return adapter.plan(site, ctx, slice)
 
         @task(doc_md=TASK_DOCS["plan_counts"])
-        def plan_counts(ctx: dict[str, Any]) -> list[list[str]]:
+        def plan_counts(ctx: dict[str, Any]) -> list[int]:
             return adapter.plan_counts(site, ctx)
 
         @task(doc_md=TASK_DOCS["render"], map_index_template="{{ batch_label }}")
-        def render(ctx: dict[str, Any], batch: list[str]) -> dict[str, Any]:
+        def render(ctx: dict[str, Any], batch: int) -> dict[str, Any]:
             return adapter.render(site, ctx, batch)
 
         @task(doc_md=TASK_DOCS["state"])

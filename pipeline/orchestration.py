@@ -82,7 +82,8 @@ and groups the shards to rewrite into render batches (`plan.json`). In a dry run
 this is the last step: its log line is the report. *If it fails*: a slice has no
 result (a plan map index did not finish: clear it) or storage; it is retried.""",
     "render": """\
-One mapped task per batch: writes the batch's shards as gzipped sitemap files
+One mapped task per batch number (its shard ids are read from the run's plan, not passed
+through XCom): writes the batch's shards as gzipped sitemap files
 under content-addressed keys (an unchanged shard is never rewritten). Mapped over
 zero batches when nothing changed (it then shows as skipped, which is fine).
 *If it fails*: retried; clearing one map index renders only that batch again.""",
@@ -343,8 +344,9 @@ def max_active_tasks() -> int:
     return int(conf.getint("core", "parallelism"))
 
 
-def plan_counts(site: SiteConfig, ctx: dict[str, Any]) -> list[list[str]]:
-    """Returns the render batches (lists of shard ids); the counts go to XCom `summary`;
+def plan_counts(site: SiteConfig, ctx: dict[str, Any]) -> list[int]:
+    """Returns the render batches' numbers (their shard ids stay in the run's plan.json:
+    XCom carries no list of 20,000 shards at 1B URLs); the counts go to XCom `summary`;
     a dry run's report to XCom `dry_run`, and no batches."""
     from pipeline import steps
 
@@ -356,18 +358,20 @@ def plan_counts(site: SiteConfig, ctx: dict[str, Any]) -> list[list[str]]:
     log.info("%s", planned.line())
     ti.xcom_push(key="summary", value=planned.counts())
     if report is None:
-        return planned.batches
+        return list(range(len(planned.batches)))
     ti.xcom_push(key="dry_run", value=_logged(report))
     return []
 
 
-def render(site: SiteConfig, ctx: dict[str, Any], batch: list[str]) -> dict[str, Any]:
+def render(site: SiteConfig, ctx: dict[str, Any], batch: int) -> dict[str, Any]:
+    """Renders the plan's batch number `batch` (its shard ids from plan.json)."""
     from pipeline import steps
 
-    index = _context()["ti"].map_index
-    _label("batch_label", f"batch {index}: {len(batch)} shards")
+    run = RunContext.from_dict(ctx)
     with step(site):
-        return _logged(steps.render_step(RunContext.from_dict(ctx), batch, name=str(index)))
+        uids = steps.render_batch(run, batch)
+        _label("batch_label", f"batch {batch}: {len(uids)} shards")
+        return _logged(steps.render_step(run, uids, name=str(batch)))
 
 
 def state(site: SiteConfig, ctx: dict[str, Any]) -> dict[str, Any]:

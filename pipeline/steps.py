@@ -621,6 +621,14 @@ def _planned_shards(ctx: RunContext) -> list[Any]:
     return load_shards(_read(ctx, "plan.json")["shards_uri"])
 
 
+def render_batch(ctx: RunContext, number: int) -> list[str]:
+    """The shard ids of the plan's render batch `number` (plan_combine_step's batches)."""
+    batches = _read(ctx, "plan.json")["batches"]
+    if not 0 <= number < len(batches):
+        raise InternalError(f"render batch {number} is not in the plan ({len(batches)} batches)")
+    return list(batches[number])
+
+
 def render_step(ctx: RunContext, batch: list[str] | None, name: str = "all",
                 progress: Any = None) -> RenderCounts:
     """Renders one batch of shards (None: every shard not already published). Its `io`:
