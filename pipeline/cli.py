@@ -116,6 +116,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="local folder or s3://bucket/prefix/")
     p.add_argument("--deep", action="store_true",
                    help="also read every shard and check its sha256 against the manifest")
+    p.add_argument("--state", help="state URI (default: <out>/_state); a warning when it is "
+                                   "below --out, which is served")
     p.add_argument("--json", action="store_true", help="print the status as JSON")
 
     p = add("repair", "make the last committed intact generation live again when "
@@ -140,6 +142,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="local folder or s3://bucket/prefix/")
     p.add_argument("--max-problems", type=int, default=20, metavar="N",
                    help="stop after N problems (default 20)")
+    p.add_argument("--state", help="state URI (default: <out>/_state); a warning when it is "
+                                   "below --out, which is served")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
 
     p = add("gc", "delete files no kept generation references",
@@ -257,12 +261,14 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_status(args: argparse.Namespace) -> int:
     from pipeline.status import status
 
-    report = status(args.out, deep=args.deep)
+    report = status(args.out, deep=args.deep, state_uri=args.state)
+    for warning in report.warnings:
+        log.warning("%s", warning)
     if args.json:
         print(json.dumps(report.to_dict(), indent=2, sort_keys=True))
     elif report.live is not None:
         for k, v in report.to_dict().items():
-            if k != "generations":
+            if k not in ("generations", "warnings"):  # the warnings are logged
                 print(f"{k}: {v}")
         print("kept generations (newest first):")
         for g in report.generations:
@@ -303,6 +309,16 @@ def cmd_rollback(args: argparse.Namespace) -> int:
     return 0
 
 
+def _warn_served_state(out: str, state: str | None) -> None:
+    """Logs pipeline.status.served_state_warning: not a problem of the files, of serving."""
+    from pipeline.layout import default_state
+    from pipeline.status import served_state_warning
+
+    warning = served_state_warning(out, state or default_state(out))
+    if warning:
+        log.warning("%s", warning)
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
     from pipeline.validate import validate
 
@@ -310,6 +326,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if result.generation is None and not args.json:  # nothing to list: say it once
         print(f"error: {result.problems[0]}", file=sys.stderr)
         return 1
+    _warn_served_state(args.out, args.state)
     if args.json:
         print(json.dumps(result.as_dict(), indent=2, sort_keys=True))
     else:

@@ -92,6 +92,9 @@ class Status:
     #: Generations of the history whose stored manifest is empty or broken (`ok` is false:
     #: they cannot be rolled back to, and gc keeps every shard while they are kept).
     broken_generations: list[str] = field(default_factory=list)
+    #: What is not wrong with the output but may be with how it is served (`ok` unaffected):
+    #: the private state below --out (`served_state_warning`).
+    warnings: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able, in the order `sitemaps status` prints; `corrupt_files` only when
@@ -108,6 +111,7 @@ class Status:
             "generations": [g.to_dict() for g in self.generations],
             **({"broken_generations": self.broken_generations}
                if self.broken_generations else {}),
+            **({"warnings": self.warnings} if self.warnings else {}),
             "ok": self.ok,
         }
 
@@ -146,12 +150,24 @@ class RollbackResult:
         return dataclasses.asdict(self)
 
 
-def status(out_uri: str, deep: bool = False) -> Status:
+def served_state_warning(out_uri: str, state_uri: str) -> str | None:
+    """A warning when the private state (`state_uri`: the snapshot of every URL, the
+    rejects, the run reports) lies below `out_uri`, which is served: whoever serves --out as
+    it is serves them too. None when the state is elsewhere."""
+    if not storage.is_strictly_below(out_uri, state_uri):
+        return None
+    return (f"the private state {state_uri} (every URL's snapshot, the rejects, the run "
+            f"reports) is below --out {out_uri}: serve --out without it (deny every path "
+            "below it), or move it out of --out (README, \"What it writes\")")
+
+
+def status(out_uri: str, deep: bool = False, state_uri: str | None = None) -> Status:
     """The live generation of `out_uri`, its counts and age, and whether all is in place.
 
     `ok` is false when a file the live manifest lists is missing or of another size (one
     listing per folder), with `deep` when a shard's sha256 differs, or when the root index
-    does not match the live generation's.
+    does not match the live generation's. `warnings`: the state (`state_uri`, default
+    `<out>/_state`) below --out, served with it unless the server leaves it out.
     """
     live = read_live(out_uri)
     if live.manifest is None:
@@ -178,6 +194,8 @@ def status(out_uri: str, deep: bool = False) -> Status:
         root_index_matches=agree, missing_files=missing,
         corrupt_files=corrupt if deep else None, rollback=m.get("rollback") or None,
         generations=kept, broken_generations=broken,
+        warnings=[w for w in [served_state_warning(out_uri, state_uri or default_state(out_uri))]
+                  if w],
         ok=agree and not missing and not corrupt and not broken)
 
 

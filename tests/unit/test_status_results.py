@@ -43,3 +43,13 @@ def test_rollback_and_gc_keys() -> None:
     assert list(GcResult([], [], [], [], True, 0, 0).to_dict()) == [
         "kept_generations", "deleted", "deleted_state", "deleted_temporaries", "dry_run",
         "aborted_uploads", "work_folders_removed"]
+
+
+def test_a_state_below_out_is_warned_of_and_one_beside_it_is_not() -> None:
+    from pipeline.status import served_state_warning
+
+    warning = served_state_warning("s3://b/www/", "s3://b/www/_state")
+    assert warning is not None and "s3://b/www/_state" in warning and "deny" in warning
+    assert served_state_warning("s3://b/www", "s3://b/www/private/state/") is not None
+    for elsewhere in ("s3://b/www-state", "s3://b-private/www/_state", "s3://b/other/_state"):
+        assert served_state_warning("s3://b/www/", elsewhere) is None, elsewhere
