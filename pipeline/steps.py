@@ -382,6 +382,12 @@ def load_step(ctx: RunContext, progress: Any = None) -> LoadCounts:
                   row_hashes=ctx.identity_at_load or (
                       ctx.options.check_writable and not ctx.options.compare_snapshot))
     meter.read(rows=result.input_rows, files=len(result.files))
+    # The inventory listed again once its rows are read: publish records begin's listing
+    # with these rows' sums only when it is still the same. A file rewritten during the
+    # load and put back to its old bytes (so its old ETag) later would otherwise match
+    # begin's listing while the sums are of the other bytes. (One rewritten and put back
+    # both within the load is not seen: no S3 read here says which version it read.)
+    listed_after = _listing_now(ctx) if result.row_sums is not None else None
     options = identity_options(ctx.options, ctx.site_url, ctx.public_url)
     identity = unchanged.identity_of(result.row_sums, options) if ctx.identity_at_load else None
     sections = unchanged.section_identities(result.section_sums, result.row_sums, options)
@@ -421,7 +427,7 @@ def load_step(ctx: RunContext, progress: Any = None) -> LoadCounts:
                              "rejects_uri": result.rejects_uri,
                              "previous_partition_rows": previous_rows,
                              "previous_split": previous_split, "input_identity": identity,
-                             "files": result.files, "row_sums": result.row_sums,
+                             "listed_after": listed_after, "row_sums": result.row_sums,
                              "section_identities": sections,
                              "first_run_sections": result.first_run_sections})
     bad = bad_rejects(result.input_rows, result.rejected, ctx.options.max_reject_share)
@@ -784,7 +790,7 @@ def publish_step(ctx: RunContext, render_uris: list[str]) -> PublishSummary:
     # reads no row (pipeline.unchanged)
     listed = _work(ctx).read_json_or_none(INVENTORY_LISTING) or {}
     sums = loaded.get("row_sums")
-    inventory = unchanged.inventory_record(listed.get("files"), loaded.get("files"),
+    inventory = unchanged.inventory_record(listed.get("files"), loaded.get("listed_after"),
                                            tuple(sums) if sums else None)
     unchanged.record(ctx.state, result.manifest["generation"], identity, sections, ctx.run_time,
                      inventory)
@@ -807,6 +813,18 @@ def _live_counts(ctx: RunContext) -> dict[str, Any]:
     return {**live["counts"], "published": sum(s["urls"] for s in live["sitemaps"])}
 
 
+def _listing_now(ctx: RunContext) -> list[list[Any]] | None:
+    """The inventory's listing as it is now (pipeline.unchanged.listing); None when it
+    cannot be listed (then no listing is recorded: the next run reads the rows)."""
+    from pipeline import unchanged
+    from pipeline.load import list_inventory
+
+    try:
+        return unchanged.listing(list_inventory(ctx.options.inventory))
+    except InventoryError:
+        return None
+
+
 def _unchanged_summary(ctx: RunContext) -> PublishSummary:
     from pipeline import unchanged
 
@@ -814,8 +832,8 @@ def _unchanged_summary(ctx: RunContext) -> PublishSummary:
     listed = _work(ctx).read_json_or_none(INVENTORY_LISTING) or {}
     # begin read the rows of a new listing: recorded, the next run need not
     inventory = unchanged.inventory_record(
-        listed.get("files"), [f[0] for f in listed.get("files") or []],
-        tuple(listed["row_sums"]) if listed.get("row_sums") else None)
+        listed.get("files"), _listing_now(ctx),
+        tuple(listed["row_sums"])) if listed.get("row_sums") else None
     if inventory is not None:
         unchanged.record_listing(ctx.state, live["generation"], inventory)
     c = live["counts"]

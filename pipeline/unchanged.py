@@ -137,14 +137,16 @@ def listing(files: Sequence[storage.ListedFile]) -> list[list[Any]]:
     return [[f.uri, f.size, f.version] for f in files]
 
 
-def inventory_record(files: list[list[Any]] | None, listed_uris: Sequence[str] | None,
+def inventory_record(files: list[list[Any]] | None, listed_after: list[list[Any]] | None,
                      sums: Sums | None) -> dict[str, Any] | None:
-    """What `record` keeps of the inventory: its listing `files` (`listing`, begin's) with
-    the rows' `sums` read from the files `listed_uris`; None unless those are the listing's
-    very files (a file that came or went between begin's listing and the read)."""
-    if files is None or sums is None or listed_uris is None:
+    """What `record` keeps of the inventory: its listing `files` (`listing`, begin's,
+    before the rows were read) with the rows' `sums`; None unless the listing taken once
+    they were read (`listed_after`) is the same: the sums of a file added, removed or
+    rewritten meanwhile are not those of begin's listing (and that file, put back to its
+    old bytes later, has its old ETag again)."""
+    if files is None or sums is None or listed_after is None:
         return None
-    if [f[0] for f in files] != list(listed_uris):
+    if files != listed_after:
         return None
     return {"files": files, "row_sums": list(sums)}
 

@@ -125,3 +125,33 @@ def test_an_unchanged_run_checks_the_snapshot_it_does_not_read_by_its_size(
     with pytest.raises(LiveStateCorrupt, match="bytes .* instead of") as exc:
         _run(inv, out, 3)
     assert exc.value.exit_code == 2 and "sitemaps repair" in str(exc.value)
+
+
+def test_a_file_rewritten_during_the_load_and_put_back_later_is_read_again(
+        s3_bucket: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """begin lists A, the upstream job rewrites the object to B while load reads (load reads
+    B), and later puts A back (the same bytes: the same ETag as begin listed). The next
+    run must not take B's sums for A's listing: it reads A's rows and publishes them."""
+    from pipeline import load as load_module
+
+    a = _write(tmp_path / "a.parquet", _rows())
+    b = _write(tmp_path / "b.parquet", _rows(changed=5))
+    s3_bucket.client.upload_file(a, s3_bucket.name, "inv/part.parquet")
+    inv, out = s3_bucket.url("inv"), s3_bucket.url("out")
+    first = _run(inv, out, 0)
+
+    real_load = load_module.load
+
+    def rewritten_while_loading(*args: Any, **kwargs: Any) -> Any:
+        s3_bucket.client.upload_file(b, s3_bucket.name, "inv/part.parquet")
+        return real_load(*args, **kwargs)
+
+    monkeypatch.setattr(load_module, "load", rewritten_while_loading)
+    during = _run(inv, out, 1, force=True)  # begin lists A; load reads B
+    assert during["published"] and during["counts"]["changed"] == 1
+    monkeypatch.setattr(load_module, "load", real_load)
+    s3_bucket.client.upload_file(a, s3_bucket.name, "inv/part.parquet")  # A back: A's ETag
+    after = _run(inv, out, 2)
+    assert not after.get("unchanged") and after["published"]
+    assert after["counts"]["changed"] == 1  # row 5's lastmod back to A's
+    assert after["generation"] not in (first["generation"], during["generation"])
