@@ -311,10 +311,9 @@ def cmd_rollback(args: argparse.Namespace) -> int:
 
 def _warn_served_state(out: str, state: str | None) -> None:
     """Logs pipeline.status.served_state_warning: not a problem of the files, of serving."""
-    from pipeline.layout import default_state
     from pipeline.status import served_state_warning
 
-    warning = served_state_warning(out, state or default_state(out))
+    warning = served_state_warning(out, state)
     if warning:
         log.warning("%s", warning)
 

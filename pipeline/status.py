@@ -150,10 +150,11 @@ class RollbackResult:
         return dataclasses.asdict(self)
 
 
-def served_state_warning(out_uri: str, state_uri: str) -> str | None:
-    """A warning when the private state (`state_uri`: the snapshot of every URL, the
-    rejects, the run reports) lies below `out_uri`, which is served: whoever serves --out as
-    it is serves them too. None when the state is elsewhere."""
+def served_state_warning(out_uri: str, state_uri: str | None) -> str | None:
+    """A warning when the private state (`state_uri`, default `<out>/_state`: the snapshot
+    of every URL, the rejects, the run reports) lies below `out_uri`, which is served:
+    whoever serves --out as it is serves them too. None when the state is elsewhere."""
+    state_uri = state_uri or default_state(out_uri)
     if not storage.is_strictly_below(out_uri, state_uri):
         return None
     return (f"the private state {state_uri} (every URL's snapshot, the rejects, the run "
@@ -194,8 +195,7 @@ def status(out_uri: str, deep: bool = False, state_uri: str | None = None) -> St
         root_index_matches=agree, missing_files=missing,
         corrupt_files=corrupt if deep else None, rollback=m.get("rollback") or None,
         generations=kept, broken_generations=broken,
-        warnings=[w for w in [served_state_warning(out_uri, state_uri or default_state(out_uri))]
-                  if w],
+        warnings=[w for w in [served_state_warning(out_uri, state_uri)] if w],
         ok=agree and not missing and not corrupt and not broken)
 
 

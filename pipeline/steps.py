@@ -210,9 +210,8 @@ def _input_identity(opts: RunOptions, site: Site, public: str, live: Manifest | 
         return None, "the inventory cannot be listed", False, None
     files = [f.uri for f in listed]
     inventory: dict[str, Any] = {"files": unchanged.listing(listed), "row_sums": None}
-    live_identity = unchanged.recorded(opts.state_uri, live["generation"]) if live else None
-    sums = unchanged.listed_sums(opts.state_uri, live["generation"], inventory["files"]) \
-        if live is not None and live_identity is not None else None
+    live_identity, sums = unchanged.recorded_with_sums(
+        opts.state_uri, live["generation"], inventory["files"]) if live else (None, None)
     rows = sums[0] if sums else None
     if live is not None and live_identity is not None and sums is None:
         try:  # from the files' footers: no row is read

@@ -175,18 +175,20 @@ def record_listing(state_uri: str, generation: str, inventory: dict[str, Any]) -
         {**rec, "inventory": inventory}, sort_keys=True).encode())
 
 
-def listed_sums(state_uri: str, generation: str | None, files: list[list[Any]]
-                ) -> Sums | None:
-    """The rows' sums recorded for the live `generation` when its inventory's listing is
-    `files` (`listing`): the same files, sizes and versions hold the same rows. None
-    otherwise, or when the record has no listing."""
-    inventory = (_record(state_uri, generation) or {}).get("inventory")
+def recorded_with_sums(state_uri: str, generation: str | None, files: list[list[Any]]
+                       ) -> tuple[str | None, Sums | None]:
+    """(`recorded`'s identity, the rows' sums recorded with it when the inventory's listing
+    is `files` (`listing`): the same files, sizes and versions hold the same rows), from
+    one read of the record; the sums None otherwise, or when the record has no listing."""
+    rec = _record(state_uri, generation) or {}
+    identity = rec.get("identity") if isinstance(rec.get("identity"), str) else None
+    inventory = rec.get("inventory")
     if not isinstance(inventory, dict) or inventory.get("files") != files:
-        return None
+        return identity, None
     sums = inventory.get("row_sums")
     if not (isinstance(sums, list) and len(sums) == 4 and isinstance(sums[3], list)):
-        return None
-    return int(sums[0]), int(sums[1]), int(sums[2]), [str(c) for c in sums[3]]
+        return identity, None
+    return identity, (int(sums[0]), int(sums[1]), int(sums[2]), [str(c) for c in sums[3]])
 
 
 def _record(state_uri: str, generation: str | None) -> dict[str, Any] | None:
