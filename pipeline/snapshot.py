@@ -21,11 +21,13 @@ import contextlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import duckdb
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pipeline import integrity, sql, storage
@@ -40,6 +42,7 @@ from pipeline.layout import (
 )
 from pipeline.parquet import open_parquet, read_table, register_parquet, write_parquet
 from pipeline.shards import Shard
+from pipeline.w3c import format_w3c
 
 #: The snapshot's columns: what the next run needs of this one.
 SNAPSHOT_COLUMNS = ("url", "section", "shard", "fingerprint", "lastmod", "first_seen",
@@ -77,6 +80,9 @@ SHARD_BOUNDS_SCHEMA = pa.schema([
     ("section", pa.string()), ("shard", pa.int32()), ("lower", pa.string()),
     ("upper", pa.string()), ("urls", pa.int64()),
 ])
+#: The footer key of the report's freshness (`Freshness`): JSON {"at": the generation's
+#: time, "sections": [[section, urls, newest lastmod, changed in 24 h, changed in 7 days]]}.
+FRESHNESS_KEY = "sitemaps.freshness"
 
 
 def register_snapshot(con: duckdb.DuckDBPyConnection,
@@ -116,9 +122,13 @@ def write_snapshot(store: storage.Storage, key: str, *, planned_uris: Sequence[s
                    shards: Sequence[Shard], diffed_uris: Sequence[str], bounds_uri: str,
                    output_format: str, added_key: str | None = None,
                    diffed_view: DiffedView | None = None,
-                   previous_uri: str | None = None, unchanged_sections: Sequence[str] = ()
-                   ) -> int:
+                   previous_uri: str | None = None, unchanged_sections: Sequence[str] = (),
+                   created: datetime | None = None) -> int:
     """Write the snapshot to `key` of `store` (LZ4_RAW); returns its row count.
+
+    `created`: the generation's time; the footer then holds the report's freshness
+    (FRESHNESS_KEY), summed while the rows go by, so that the report reads a footer, not
+    every row's section and lastmod.
 
     `unchanged_sections`: sections the run left out as unchanged (pipeline.unchanged),
     whose rows are taken as they are from the live snapshot at `previous_uri`.
@@ -142,6 +152,7 @@ def write_snapshot(store: storage.Storage, key: str, *, planned_uris: Sequence[s
     sections = sorted({s.section for s in shards})
     section_code = {section: i for i, section in enumerate(sections)}
     section_dictionary = pa.array(sections, pa.string())
+    fresh = None if created is None else Freshness(sections, created)
     with store.local_output(key) as path, pq.ParquetWriter(
             str(path), _SNAPSHOT_CODED, compression="lz4_raw", use_dictionary=["section"],
             write_statistics=_but_url(SNAPSHOT_SCHEMA), write_batch_size=65_536,
@@ -156,6 +167,8 @@ def write_snapshot(store: storage.Storage, key: str, *, planned_uris: Sequence[s
         def write(batch: pa.RecordBatch, shard: pa.Array, section: pa.Array) -> None:
             snapshot_writer.write_batch(_conform(
                 batch, shard, pa.DictionaryArray.from_arrays(section, section_dictionary)))
+            if fresh is not None:
+                fresh.take(section, batch.column("lastmod"))
             if added is not None:
                 added.write_batch(pa.RecordBatch.from_arrays(
                     [batch.column("url").cast(pa.string()),
@@ -211,6 +224,8 @@ def write_snapshot(store: storage.Storage, key: str, *, planned_uris: Sequence[s
             for batch in con.sql(sql.load_sql("kept_section_rows")).to_arrow_reader(65_536):
                 write(batch, batch.column("shard"), batch.column("section_code"))
                 rows += batch.num_rows
+        if fresh is not None:  # the footer is written at close: after every row
+            snapshot_writer.add_key_value_metadata({FRESHNESS_KEY: json.dumps(fresh.to_json())})
     return rows
 
 
@@ -243,6 +258,60 @@ def _reused_bounds(bounds_uri: str, reused: Sequence[Shard]) -> list[list[Any]] 
     if any((s.section, s.shard) not in live for s in reused):
         return None
     return [[s.section, s.shard, *live[(s.section, s.shard)]] for s in reused]
+
+
+class Freshness:
+    """Per section of a snapshot: its URLs, newest lastmod, and URLs whose lastmod is within
+    24 hours and 7 days before `created` (the generation's time), as
+    sql/report_freshness.sql counts them, summed batch by batch while the rows are written.
+    A row without lastmod counts as a URL only."""
+
+    def __init__(self, sections: Sequence[str], created: datetime) -> None:
+        self.sections = list(sections)
+        self.created = created
+        n = len(self.sections)
+        self.urls, self.day, self.week = (np.zeros(n, np.int64) for _ in range(3))
+        self.newest = np.full(n, _NO_LASTMOD, np.int64)
+        self.day_after, self.week_after = (_micros(created - timedelta(days=days))
+                                           for days in (1, 7))
+
+    def take(self, codes: pa.Array, lastmod: pa.Array) -> None:
+        """The rows of one batch: their section codes and lastmods."""
+        n = len(self.sections)
+        code = codes.to_numpy(zero_copy_only=False)
+        micros = pc.fill_null(lastmod.cast(pa.timestamp("us", tz="UTC")).cast(pa.int64()),
+                              _NO_LASTMOD).to_numpy(zero_copy_only=False)
+        self.urls += np.bincount(code, minlength=n)
+        np.maximum.at(self.newest, code, micros)
+        self.day += np.bincount(code[micros > self.day_after], minlength=n)
+        self.week += np.bincount(code[micros > self.week_after], minlength=n)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"at": format_w3c(self.created), "sections": [
+            [section, int(urls), "" if newest == _NO_LASTMOD else format_w3c(
+                _EPOCH + timedelta(microseconds=int(newest))), int(day), int(week)]
+            for section, urls, newest, day, week in zip(
+                self.sections, self.urls, self.newest, self.day, self.week, strict=True)
+            if urls]}
+
+
+#: The newest lastmod of a section none of whose rows has one (and a null's value).
+_NO_LASTMOD = np.iinfo(np.int64).min
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _micros(at: datetime) -> int:
+    return (at - _EPOCH) // timedelta(microseconds=1)
+
+
+def freshness_of(snapshot_uri: str, created: str) -> list[list[Any]] | None:
+    """The freshness the snapshot's footer holds for the generation time `created` (W3C),
+    or None: a snapshot written without it, or for another time."""
+    found = (open_parquet(snapshot_uri).metadata.metadata or {}).get(FRESHNESS_KEY.encode())
+    if found is None:
+        return None
+    recorded = json.loads(found)
+    return recorded["sections"] if recorded.get("at") == created else None
 
 
 def shard_bounds(snapshot_uri: str) -> pa.Table | None:
@@ -282,7 +351,8 @@ def save_state(*, planned_uris: Sequence[str], shards: Sequence[Shard], diffed_u
                bounds_uri: str, changes_uris: Sequence[str], work_uri: str, state_uri: str,
                generation: str, output_format: str,
                diffed_view: DiffedView | None = None, previous_uri: str | None = None,
-               unchanged_sections: Sequence[str] = ()) -> StoredState:
+               unchanged_sections: Sequence[str] = (), created: datetime | None = None
+               ) -> StoredState:
     """Store the generation's snapshot, rejects and changes under the state prefix.
 
     The changes go to the state as one `changes.parquet`, whatever the number of diff
@@ -299,7 +369,8 @@ def save_state(*, planned_uris: Sequence[str], shards: Sequence[Shard], diffed_u
     write_snapshot(state, snapshot_key, planned_uris=planned_uris, shards=shards,
                    diffed_uris=diffed_uris, bounds_uri=bounds_uri, output_format=output_format,
                    added_key=None if changes_uris else changes, diffed_view=diffed_view,
-                   previous_uri=previous_uri, unchanged_sections=unchanged_sections)
+                   previous_uri=previous_uri, unchanged_sections=unchanged_sections,
+                   created=created)
     files = {"snapshot": state.uri(snapshot_key)}
     with work.local_path(REJECTS_KEY) as path:
         state.upload_file(path, rejects_key)

@@ -700,7 +700,7 @@ def _save_state(ctx: RunContext) -> StoredState:
         changes_uris=diffed["changes_uris"], work_uri=ctx.work, state_uri=ctx.state,
         generation=ctx.generation, output_format=ctx.options.format,
         diffed_view=DiffedView.from_json(diffed.get("view")), previous_uri=ctx.snapshot,
-        unchanged_sections=sorted(unchanged_sections(ctx)))
+        unchanged_sections=sorted(unchanged_sections(ctx)), created=ctx.run_datetime)
     _save(ctx, STATE_JSON, {**asdict(stored), "plan": _plan_digest(ctx)})
     return stored
 
@@ -880,16 +880,15 @@ def notifies(ctx: RunContext) -> bool:
 
 def notify_step(ctx: RunContext, summary: PublishSummary) -> NotifyCounts:
     """After publish: the feed, the run report, IndexNow, as the run's options say. Its
-    `io`: a report it wrote scans the live snapshot's rows (their sections and lastmods)."""
+    `io`: a report it wrote reads the live snapshot's footer (one of an earlier version,
+    without the freshness there, its rows' sections and lastmods)."""
     meter = Meter()
     from pipeline.notify import notify_step as notify
 
     counts = notify(ctx, summary.to_dict(), indexnow_key=ctx.options.indexnow_key,
                     indexnow_endpoint=ctx.options.indexnow_endpoint,
                     key_location=ctx.options.indexnow_key_location,
-                    feed_days=ctx.options.feed_days, report=ctx.options.report)
-    if counts.get("report"):
-        meter.read(rows=summary.counts["published"], files=1)
+                    feed_days=ctx.options.feed_days, report=ctx.options.report, meter=meter)
     return NotifyCounts(counts, io=meter.done())
 
 

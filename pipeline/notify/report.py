@@ -28,6 +28,7 @@ from pipeline.layout import REPORT_KEY, default_state, generation_key
 from pipeline.manifest import Manifest, SitemapEntry
 from pipeline.notify import charts
 from pipeline.publish import read_live, state_files
+from pipeline.taskio import Meter
 from pipeline.w3c import parse_w3c
 
 log = logging.getLogger(__name__)
@@ -147,22 +148,35 @@ def report_key(generation: str) -> str:
     return generation_key(generation, REPORT_KEY)
 
 
-def freshness(snapshot_uri: str, at: str) -> list[tuple[str, int, str, int, int]] | None:
+def freshness(snapshot_uri: str, at: str, meter: Meter | None = None
+              ) -> list[tuple[str, int, str, int, int]] | None:
     """(section, URLs, newest lastmod, changed in 24 h, changed in 7 days) per section of a
-    generation's snapshot, largest first (sql/report_freshness.sql); None when the snapshot
-    cannot be read (garbage-collected)."""
+    generation's snapshot, largest first; None when the snapshot cannot be read
+    (garbage-collected). From the snapshot's footer, where the state step summed them
+    (pipeline.snapshot.Freshness); a snapshot without them there (an earlier version's) is
+    scanned (sql/report_freshness.sql). `meter` counts what was read."""
     from pipeline.parquet import register_parquet
+    from pipeline.snapshot import freshness_of
 
     store, key = storage.open_file(snapshot_uri)
     if not store.exists(key):
         return None
-    con = sql.connect()
-    try:
-        register_parquet(con, "report_snapshot", [snapshot_uri])
-        rows = con.execute(sql.load_sql("report_freshness"),
-                           {"at": parse_w3c(at)}).fetchall()
-    finally:
-        con.close()
+    meter = meter or Meter()
+    recorded = freshness_of(snapshot_uri, at)
+    meter.read(files=1)
+    if recorded is not None:
+        rows = sorted(map(tuple, recorded), key=lambda r: (-r[1], r[0]))
+    else:
+        log.info("report: %s holds no freshness (an earlier version wrote it): scanning its "
+                 "rows", snapshot_uri)
+        con = sql.connect()
+        try:
+            register_parquet(con, "report_snapshot", [snapshot_uri])
+            rows = con.execute(sql.load_sql("report_freshness"),
+                               {"at": parse_w3c(at)}).fetchall()
+        finally:
+            con.close()
+        meter.read(rows=sum(int(r[1]) for r in rows))
     return [(str(s), int(n), str(t or ""), int(d1), int(d7)) for s, n, t, d1, d7 in rows]
 
 
@@ -272,7 +286,7 @@ def report_prefix(out_uri: str, state_uri: str | None = None, report_to: str | N
 
 def write_generation_report(out_uri: str, generation: str | None = None, *,
                             limits: Limits | None = None, state_uri: str | None = None,
-                            report_to: str | None = None) -> str:
+                            report_to: str | None = None, meter: Meter | None = None) -> str:
     """Write the report of `generation` (default: the live one) under the state prefix,
     `<state>/generations/<id>/report.html` (or under `report_to`); returns its URI.
 
@@ -296,7 +310,7 @@ def write_generation_report(out_uri: str, generation: str | None = None, *,
         if stored is None:
             raise ConfigError(f"generation {gen} has no manifest in {out_uri}")
         manifest = stored
-    fresh = freshness(state_files(state_uri, gen)["snapshot"], manifest["created"])
+    fresh = freshness(state_files(state_uri, gen)["snapshot"], manifest["created"], meter)
     body = render_report(manifest, trend_points(out, manifest), limits, fresh).encode("utf-8")
     state = storage.open_storage(target)
     state.write_bytes(report_key(gen), body, cache_control="private, no-store")
@@ -307,13 +321,15 @@ def write_generation_report(out_uri: str, generation: str | None = None, *,
 
 
 def write_report(out_uri: str, *, limits: Limits | None = None,
-                 state_uri: str | None = None, report_to: str | None = None) -> str:
+                 state_uri: str | None = None, report_to: str | None = None,
+                 meter: Meter | None = None) -> str:
     """Write the live generation's report; returns its URI (under the state prefix).
 
-    `limits`: the run's limits, for the fill chart (default: the protocol's).
+    `limits`: the run's limits, for the fill chart (default: the protocol's); `meter`
+    counts the snapshot's rows and files read.
     """
     return write_generation_report(out_uri, limits=limits, state_uri=state_uri,
-                                   report_to=report_to)
+                                   report_to=report_to, meter=meter)
 
 
 def read_report(out_uri: str, generation: str, *, state_uri: str | None = None,

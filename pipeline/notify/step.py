@@ -19,6 +19,7 @@ from pipeline.notify.indexnow import (
     submit_indexnow,
 )
 from pipeline.publish import read_live, repair_root, state_files
+from pipeline.taskio import Meter
 
 if TYPE_CHECKING:
     from pipeline.context import RunContext
@@ -29,9 +30,10 @@ log = logging.getLogger(__name__)
 def notify_step(ctx: RunContext, summary: dict[str, Any], *,
                 indexnow_key: str | None = None, indexnow_endpoint: str | None = None,
                 key_location: str | None = None, feed_days: float | None = DEFAULT_FEED_DAYS,
-                report: bool = True, indexnow_first_generation: bool = False
-                ) -> dict[str, Any]:
-    """After publish: feed, run report, IndexNow; returns small counts.
+                report: bool = True, indexnow_first_generation: bool = False,
+                meter: Meter | None = None) -> dict[str, Any]:
+    """After publish: feed, run report, IndexNow; returns small counts. `meter` counts
+    the snapshot's rows and files a report read.
 
     On an unchanged run (`summary["published"]` false) only a missing feed or
     report is written again (a lost notify converges) and nothing is submitted.
@@ -51,7 +53,8 @@ def notify_step(ctx: RunContext, summary: dict[str, Any], *,
                 run_report.report_key(summary["generation"])):
             result["report"] = run_report.write_report(out_uri, limits=limits,
                                                        state_uri=ctx.state,
-                                                       report_to=ctx.options.report_to)
+                                                       report_to=ctx.options.report_to,
+                                                       meter=meter)
         return result
 
     if feed_days:
@@ -62,7 +65,7 @@ def notify_step(ctx: RunContext, summary: dict[str, Any], *,
             repair_root(out, live)  # robots-sitemaps.txt lists the feed once it exists
     if report:
         result["report"] = run_report.write_report(out_uri, limits=limits, state_uri=ctx.state,
-                                                   report_to=ctx.options.report_to)
+                                                   report_to=ctx.options.report_to, meter=meter)
 
     if not indexnow_key:
         return result

@@ -54,6 +54,8 @@ def test_each_stage_reports_the_rows_it_reads_and_the_bytes_it_writes(
     assert io["render"]["files_read"] >= 2
     assert io["publish"]["rows_read"] == 0  # the state step stored the state
     assert summary["io"] == io["publish"] and io["gc"]["rows_read"] == 0
+    # the report's freshness: from the snapshot's footer, which the state step summed
+    assert io["notify"]["rows_read"] == 0 and io["notify"]["files_read"] == 1
     if io["load"]["counter"] == "disk":  # the work files, the shards, the manifest: on disk
         for stage in ("load", "render", "publish"):
             assert io[stage]["bytes_written"] > 0, (stage, io[stage])
