@@ -123,8 +123,9 @@ def write_snapshot(store: storage.Storage, key: str, *, planned_uris: Sequence[s
                    output_format: str, added_key: str | None = None,
                    diffed_view: DiffedView | None = None,
                    previous_uri: str | None = None, unchanged_sections: Sequence[str] = (),
-                   created: datetime | None = None) -> int:
-    """Write the snapshot to `key` of `store` (LZ4_RAW); returns its row count.
+                   created: datetime | None = None) -> dict[str, Any]:
+    """Write the snapshot to `key` of `store` (LZ4_RAW); returns its size, sha256 and rows
+    (`integrity.describe`), taken from the local file before its upload.
 
     `created`: the generation's time; the footer then holds the report's freshness
     (FRESHNESS_KEY), summed while the rows go by, so that the report reads a footer, not
@@ -140,7 +141,6 @@ def write_snapshot(store: storage.Storage, key: str, *, planned_uris: Sequence[s
     pyarrow's writer uses, and faster to read for each of the next run's scans of it (the
     check, the partition counts, the diff), for a file a quarter larger. Its footer holds
     the shards' bounds (SHARD_BOUNDS_KEY)."""
-    rows = 0
     bounds: list[list[Any]] = []
     # Dictionary encoding only for the section: the other columns are nearly unique, and
     # trying a dictionary on them made the file slower to write (a third) and larger.
@@ -153,80 +153,81 @@ def write_snapshot(store: storage.Storage, key: str, *, planned_uris: Sequence[s
     section_code = {section: i for i, section in enumerate(sections)}
     section_dictionary = pa.array(sections, pa.string())
     fresh = None if created is None else Freshness(sections, created)
-    with store.local_output(key) as path, pq.ParquetWriter(
-            str(path), _SNAPSHOT_CODED, compression="lz4_raw", use_dictionary=["section"],
-            write_statistics=_but_url(SNAPSHOT_SCHEMA), write_batch_size=65_536,
-            data_page_version="2.0", store_schema=False) as snapshot_writer, \
-            contextlib.ExitStack() as stack:
-        added = None if added_key is None else stack.enter_context(pq.ParquetWriter(
-            str(stack.enter_context(store.local_output(added_key))), _CHANGES_CODED,
-            compression="lz4_raw", use_dictionary=["change"],
-            write_statistics=_but_url(CHANGES_SCHEMA), write_batch_size=65_536,
-            data_page_version="2.0", store_schema=False))
+    with store.local_output(key) as path:
+        with pq.ParquetWriter(
+                str(path), _SNAPSHOT_CODED, compression="lz4_raw", use_dictionary=["section"],
+                write_statistics=_but_url(SNAPSHOT_SCHEMA), write_batch_size=65_536,
+                data_page_version="2.0", store_schema=False) as snapshot_writer, \
+                contextlib.ExitStack() as stack:
+            added = None if added_key is None else stack.enter_context(pq.ParquetWriter(
+                str(stack.enter_context(store.local_output(added_key))), _CHANGES_CODED,
+                compression="lz4_raw", use_dictionary=["change"],
+                write_statistics=_but_url(CHANGES_SCHEMA), write_batch_size=65_536,
+                data_page_version="2.0", store_schema=False))
 
-        def write(batch: pa.RecordBatch, shard: pa.Array, section: pa.Array) -> None:
-            snapshot_writer.write_batch(_conform(
-                batch, shard, pa.DictionaryArray.from_arrays(section, section_dictionary)))
-            if fresh is not None:
-                fresh.take(section, batch.column("lastmod"))
-            if added is not None:
-                added.write_batch(pa.RecordBatch.from_arrays(
-                    [batch.column("url").cast(pa.string()),
-                     pa.DictionaryArray.from_arrays(
-                         pa.array(np.zeros(batch.num_rows, np.int8)), _ADDED),
-                     batch.column("lastmod").cast(CHANGES_SCHEMA.field("lastmod").type)],
-                    schema=_CHANGES_CODED))
+            def write(batch: pa.RecordBatch, shard: pa.Array, section: pa.Array) -> None:
+                snapshot_writer.write_batch(_conform(
+                    batch, shard, pa.DictionaryArray.from_arrays(section, section_dictionary)))
+                if fresh is not None:
+                    fresh.take(section, batch.column("lastmod"))
+                if added is not None:
+                    added.write_batch(pa.RecordBatch.from_arrays(
+                        [batch.column("url").cast(pa.string()),
+                         pa.DictionaryArray.from_arrays(
+                             pa.array(np.zeros(batch.num_rows, np.int8)), _ADDED),
+                         batch.column("lastmod").cast(CHANGES_SCHEMA.field("lastmod").type)],
+                        schema=_CHANGES_CODED))
 
-        for part, uri in enumerate(planned_uris):
-            in_part = sorted((s for s in shards if s.part == part), key=lambda s: s.row_start or 0)
-            counts = [s.urls for s in in_part]
-            numbers = np.repeat(np.array([s.shard for s in in_part], dtype=np.int32), counts)
-            codes = np.repeat(np.array([section_code[s.section] for s in in_part],
-                                       dtype=np.int32), counts)
-            # A shard's rows are in URL order: its bounds are its first and last row's URL.
-            ends = _EndUrls([i for s in in_part for i in (s.row_start or 0,
-                                                           (s.row_start or 0) + s.urls - 1)])
-            offset = 0
-            for batch in open_parquet(uri).iter_batches(columns=_PART_COLUMNS):
-                rows_of_batch = slice(offset, offset + batch.num_rows)
-                ends.take(batch.column("url"), offset)
-                offset += batch.num_rows
-                write(batch, pa.array(numbers[rows_of_batch], pa.int32()),
-                      pa.array(codes[rows_of_batch], pa.int32()))
-            rows += offset
-            bounds += [[s.section, s.shard, lower, upper, s.urls] for s, lower, upper in zip(
-                in_part, ends.urls[0::2], ends.urls[1::2], strict=True)]
-        reused = [s for s in shards if s.reused]
-        kept = _reused_bounds(bounds_uri, reused)
-        if kept is not None:  # else no bounds: the next run scans the rows for them
-            snapshot_writer.add_key_value_metadata(
-                {SHARD_BOUNDS_KEY: json.dumps(sorted(bounds + kept))})
-        if reused:
-            con = sql.connect()
-            register_diffed(con, "diffed", diffed_uris, diffed_view)
-            register_parquet(con, "shard_bounds", [bounds_uri])
-            register_assigned(con, output_format)
-            con.register("reused_shards", pa.table({
-                "section": pa.array([s.section for s in reused], pa.string()),
-                "shard": pa.array([s.shard for s in reused], pa.int32()),
-                "section_code": pa.array([section_code[s.section] for s in reused],
-                                         pa.int32())}))
-            for batch in con.sql(sql.load_sql("reused_rows")).to_arrow_reader(65_536):
-                write(batch, batch.column("shard"), batch.column("section_code"))
-                rows += batch.num_rows
-        if unchanged_sections:
-            con = sql.connect()
-            register_snapshot(con, previous_uri)
-            con.register("kept_sections", pa.table({
-                "section": pa.array(list(unchanged_sections), pa.string()),
-                "section_code": pa.array([section_code[s] for s in unchanged_sections],
-                                         pa.int32())}))
-            for batch in con.sql(sql.load_sql("kept_section_rows")).to_arrow_reader(65_536):
-                write(batch, batch.column("shard"), batch.column("section_code"))
-                rows += batch.num_rows
-        if fresh is not None:  # the footer is written at close: after every row
-            snapshot_writer.add_key_value_metadata({FRESHNESS_KEY: json.dumps(fresh.to_json())})
-    return rows
+            for part, uri in enumerate(planned_uris):
+                in_part = sorted((s for s in shards if s.part == part), key=lambda s: s.row_start or 0)
+                counts = [s.urls for s in in_part]
+                numbers = np.repeat(np.array([s.shard for s in in_part], dtype=np.int32), counts)
+                codes = np.repeat(np.array([section_code[s.section] for s in in_part],
+                                           dtype=np.int32), counts)
+                # A shard's rows are in URL order: its bounds are its first and last row's URL.
+                ends = _EndUrls([i for s in in_part for i in (s.row_start or 0,
+                                                               (s.row_start or 0) + s.urls - 1)])
+                offset = 0
+                for batch in open_parquet(uri).iter_batches(columns=_PART_COLUMNS):
+                    rows_of_batch = slice(offset, offset + batch.num_rows)
+                    ends.take(batch.column("url"), offset)
+                    offset += batch.num_rows
+                    write(batch, pa.array(numbers[rows_of_batch], pa.int32()),
+                          pa.array(codes[rows_of_batch], pa.int32()))
+                bounds += [[s.section, s.shard, lower, upper, s.urls] for s, lower, upper in zip(
+                    in_part, ends.urls[0::2], ends.urls[1::2], strict=True)]
+            reused = [s for s in shards if s.reused]
+            kept = _reused_bounds(bounds_uri, reused)
+            if kept is not None:  # else no bounds: the next run scans the rows for them
+                snapshot_writer.add_key_value_metadata(
+                    {SHARD_BOUNDS_KEY: json.dumps(sorted(bounds + kept))})
+            if reused:
+                con = sql.connect()
+                register_diffed(con, "diffed", diffed_uris, diffed_view)
+                register_parquet(con, "shard_bounds", [bounds_uri])
+                register_assigned(con, output_format)
+                con.register("reused_shards", pa.table({
+                    "section": pa.array([s.section for s in reused], pa.string()),
+                    "shard": pa.array([s.shard for s in reused], pa.int32()),
+                    "section_code": pa.array([section_code[s.section] for s in reused],
+                                             pa.int32())}))
+                for batch in con.sql(sql.load_sql("reused_rows")).to_arrow_reader(65_536):
+                    write(batch, batch.column("shard"), batch.column("section_code"))
+            if unchanged_sections:
+                con = sql.connect()
+                register_snapshot(con, previous_uri)
+                con.register("kept_sections", pa.table({
+                    "section": pa.array(list(unchanged_sections), pa.string()),
+                    "section_code": pa.array([section_code[s] for s in unchanged_sections],
+                                             pa.int32())}))
+                for batch in con.sql(sql.load_sql("kept_section_rows")).to_arrow_reader(65_536):
+                    write(batch, batch.column("shard"), batch.column("section_code"))
+            if fresh is not None:  # the footer is written at close: after every row
+                snapshot_writer.add_key_value_metadata(
+                    {FRESHNESS_KEY: json.dumps(fresh.to_json())})
+        # Hashed here, before the upload: the state step then downloads nothing to hash it.
+        described = integrity.describe_file(path)
+    return described
 
 
 def _but_url(schema: pa.Schema) -> list[str]:
@@ -342,8 +343,8 @@ class StoredState:
 
     #: URI of each state file: snapshot, rejects, changes.
     files: dict[str, str]
-    #: The manifest's `state_check`: the snapshot's size, sha256 and rows (integrity.py),
-    #: so that the next run can tell a truncated or replaced snapshot.
+    #: The manifest's `state_check`: the snapshot's size, sha256, rows and version as stored
+    #: (integrity.py), so that the next run can tell a truncated or replaced snapshot.
     check: dict[str, Any]
 
 
@@ -366,7 +367,7 @@ def save_state(*, planned_uris: Sequence[str], shards: Sequence[Shard], diffed_u
     snapshot_key = generation_key(generation, SNAPSHOT_KEY)
     rejects_key = generation_key(generation, REJECTS_KEY)
     changes = generation_key(generation, CHANGES_KEY)
-    write_snapshot(state, snapshot_key, planned_uris=planned_uris, shards=shards,
+    described = write_snapshot(state, snapshot_key, planned_uris=planned_uris, shards=shards,
                    diffed_uris=diffed_uris, bounds_uri=bounds_uri, output_format=output_format,
                    added_key=None if changes_uris else changes, diffed_view=diffed_view,
                    previous_uri=previous_uri, unchanged_sections=unchanged_sections,
@@ -385,4 +386,8 @@ def save_state(*, planned_uris: Sequence[str], shards: Sequence[Shard], diffed_u
         write_parquet(con.sql("SELECT url, change, lastmod FROM changes_parts"), state, changes,
                       compression="zstd")
     files["changes"] = state.uri(changes)  # none: written with the snapshot
-    return StoredState(files, {"snapshot": integrity.describe(files["snapshot"])})
+    # The version as stored lets the next run's begin trust the file from a listing
+    # (integrity.verify_unless_same).
+    version = integrity.version_of(files["snapshot"])
+    return StoredState(files, {"snapshot": {**described, **({"version": version}
+                                                             if version else {})}})

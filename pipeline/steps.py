@@ -174,8 +174,9 @@ def begin(opts: RunOptions) -> RunContext:
 def _check_snapshot(snapshot: str, live: Manifest | None, generation: str | None, out: str,
                     meter: Meter, *, read: bool) -> None:
     """The live snapshot is what its generation recorded (pipeline.integrity), else
-    LiveStateCorrupt: read whole (size, sha256, rows) when this run will `read` it; only
-    its size, from a listing, when it will not (an unchanged run loads and diffs nothing)."""
+    LiveStateCorrupt: when this run will `read` it, its version and size from a listing,
+    or read whole (size, sha256, rows) when they are not those recorded; only its size,
+    from a listing, when it will not (an unchanged run loads and diffs nothing)."""
     from pipeline import integrity
 
     assert live is not None
@@ -183,7 +184,8 @@ def _check_snapshot(snapshot: str, live: Manifest | None, generation: str | None
     what = f"the snapshot of the live generation {generation}"
     recovery = f"nothing was published; restore that file, or {repair_hint(out)}"
     if read:
-        meter.read(rows=integrity.verify(snapshot, expected, what, recovery)["rows"], files=1)
+        rows = integrity.verify_unless_same(snapshot, expected, what, recovery)
+        meter.read(rows=rows, files=1 if rows else 0)
     else:
         integrity.verify_size(snapshot, expected, what, recovery)
 
