@@ -4,7 +4,7 @@ VENV ?= .venv
 PYTHON ?= python3
 PY := $(VENV)/bin/python
 
-.PHONY: demo test check lint bench clean chromium cluster-services
+.PHONY: demo test check lint bench clean chromium cluster-services http-server
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -29,6 +29,13 @@ cluster-services:
 	    postgresql redis-server >/dev/null; } || \
 	  echo "warning: could not install postgresql and redis-server (apt-get, as root); the Celery cluster tests will fail" >&2
 
+# Debian's nginx serves a published output on loopback to `sitemaps verify`
+# (tests/integration/test_verify_served.py).
+http-server:
+	@command -v nginx >/dev/null 2>&1 || test -x /usr/sbin/nginx || { apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx >/dev/null; } || \
+	  echo "warning: could not install nginx (apt-get, as root); the verify tests will fail" >&2
+
 # checkov pins old boto3 and packaging: it lives in a virtualenv of its own.
 $(VENV)/checkov/bin/checkov: $(VENV)/.installed
 	$(PYTHON) -m venv $(VENV)/checkov
@@ -38,7 +45,7 @@ $(VENV)/checkov/bin/checkov: $(VENV)/.installed
 # Airflow, SeaweedFS and subprocesses, so three keep two cores busy. TEST_WORKERS=0 runs
 # it in one process.
 TEST_WORKERS ?= 3
-test: $(VENV)/.installed $(VENV)/checkov/bin/checkov chromium cluster-services
+test: $(VENV)/.installed $(VENV)/checkov/bin/checkov chromium cluster-services http-server
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 # The fast part (about a minute): lint, types, the unit and SQL tests (not the clone of the

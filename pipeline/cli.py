@@ -146,6 +146,22 @@ def build_parser() -> argparse.ArgumentParser:
                                    "below --out, which is served")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
 
+    from pipeline import verify
+
+    p = add("verify", "fetch robots.txt, the root index(es) and a sample of the sitemaps as a "
+                      "crawler does and check them against the live manifest",
+            "sitemaps verify --out s3://www-sitemaps/sitemaps/ --site-url https://www.example.com/")
+    p.add_argument("--out", required=True, help="the output whose live generation is served")
+    p.add_argument("--site-url", help="fetch the same paths from this host (a staging host, "
+                                      "a CDN's own name; default: the manifest's public URLs)")
+    p.add_argument("--sample", type=int, default=verify.DEFAULT_SAMPLE, metavar="N",
+                   help=f"sitemaps fetched, spread over the list (default {verify.DEFAULT_SAMPLE})")
+    p.add_argument("--all", action="store_true", help="fetch every sitemap")
+    p.add_argument("--stale-minutes", type=float, default=verify.DEFAULT_STALE_MINUTES,
+                   metavar="M", help="minutes a served root index may lag the live generation "
+                   f"(a cache) before it is a problem (default {verify.DEFAULT_STALE_MINUTES:g})")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+
     p = add("gc", "delete files no kept generation references",
             "sitemaps gc --out s3://www-sitemaps/sitemaps/ --dry-run")
     p.add_argument("--out", required=True, help="local folder or s3://bucket/prefix/")
@@ -342,6 +358,31 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 1
 
 
+def cmd_verify(args: argparse.Namespace) -> int:
+    from pipeline.errors import ConfigError
+    from pipeline.verify import verify
+
+    if args.sample < 1:
+        raise ConfigError(f"--sample must be at least 1, not {args.sample}")
+    result = verify(args.out, args.site_url, shards=None if args.all else args.sample,
+                    stale_minutes=args.stale_minutes)
+    if args.json:
+        print(json.dumps(result.as_dict(), indent=2, sort_keys=True))
+    else:
+        for note in result.notes:
+            print(f"note: {note}")
+        for problem in result.problems:
+            print(f"problem: {problem}")
+    if result.ok:
+        if not args.json:
+            print(f"served: {result.site_url}: generation {result.generation}, "
+                  f"{result.checked} file(s) fetched, as published")
+        return 0
+    print(f"error: the served copy of {args.out} has {len(result.problems)} problem(s)",
+          file=sys.stderr)
+    return 1
+
+
 def cmd_diff(args: argparse.Namespace) -> int:
     import shutil
     import tempfile
@@ -410,7 +451,7 @@ def cmd_gc(args: argparse.Namespace) -> int:
 
 
 COMMANDS = {"run": cmd_run, "demo": cmd_demo, "status": cmd_status, "diff": cmd_diff,
-            "validate": cmd_validate, "gc": cmd_gc, "repair": cmd_repair,
+            "validate": cmd_validate, "verify": cmd_verify, "gc": cmd_gc, "repair": cmd_repair,
             "rollback": cmd_rollback}
 
 

@@ -83,7 +83,8 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "notify": ("pipeline.notify",),
     "steps/run/cli": (
         "pipeline.preflight", "pipeline.steps", "pipeline.run", "pipeline.status",
-        "pipeline.orchestration", "pipeline.sites", "pipeline.validate", "pipeline.demo",
+        "pipeline.orchestration", "pipeline.sites", "pipeline.validate", "pipeline.verify",
+        "pipeline.demo",
         "pipeline.cli_notify", "pipeline.cli",
     ),
 }
