@@ -55,7 +55,8 @@ partitions: {diff_partitions}), diff_counts (adds the partitions up), plan_slice
 slice), plan_counts (numbers the shards, makes the render batches), render (one mapped
 task per batch of shards), publish (the atomic swap of `manifest.json`), announce (the
 manifest asset's event, only for a new generation), gc (old generations), notify, finish
-(removes the run's work files under `{work}`).
+(removes the run's work files under `{work}`), and verify when the site sets `verify_url`
+(the served copy, fetched as a crawler does).
 
 **Manual runs** (Trigger with config): `rollback_to` (`previous`, or a generation id that
 `sitemaps status` lists) makes that kept generation live again, as `sitemaps rollback`
@@ -158,6 +159,10 @@ def build_dag(site: SiteConfig) -> Any:
         def notify(ctx: dict[str, Any], summary: dict[str, Any]) -> dict[str, Any]:
             return adapter.notify(site, ctx, summary)
 
+        @task(doc_md=TASK_DOCS["verify"].format(url=site.verify_url))
+        def verify(summary: dict[str, Any]) -> dict[str, Any]:
+            return adapter.verify(site)
+
         @task(doc_md=TASK_DOCS["finish"], trigger_rule="none_failed")
         def finish(ctx: dict[str, Any]) -> None:
             adapter.finish(site, ctx)
@@ -181,6 +186,8 @@ def build_dag(site: SiteConfig) -> Any:
         published >> [gc(ctx), finish(ctx)]
         notify(ctx, published)
         announce(published)
+        if site.verify_url:  # the served copy, fetched as a crawler does
+            verify(published)
 
     return sitemaps()
 

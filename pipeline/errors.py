@@ -31,6 +31,11 @@ class TransientError(PipelineError):
     exit_code = 75  # EX_TEMPFAIL
 
 
+class ServedCopyWrong(TransientError):
+    """`sitemaps verify` found the served copy not as published (a retry may find a cache
+    refreshed)."""
+
+
 class InventoryError(TerminalError):
     """The inventory cannot be read: missing, corrupt, empty or of a wrong schema."""
 

@@ -113,6 +113,12 @@ report (internal: under the state prefix, shown in the DAG run's "Sitemaps repor
 submits changed URLs to IndexNow when the site has a key. *If it fails*: the new sitemaps are
 already live; a refused IndexNow submission is only a warning; clear the task to write the
 feed and report again.""",
+    "verify": """\
+Fetches the served copy as a crawler does (`sitemaps verify --site-url {url}`): robots.txt,
+the root index(es) against the live generation's, 20 sitemaps by sha256, no second gzip.
+*If it fails*: the sitemaps are published, but crawlers do not read them as published; the
+log lists each problem (a stale cache retries away; a double gzip or a robots.txt that
+disallows them needs the server fixed).""",
     "finish": """\
 Removes the run's work files (and gives back the output's lease, if the site uses one).
 Runs only when publish succeeded (or was skipped by a dry run), so a failed run keeps what
@@ -424,6 +430,27 @@ def notify(site: SiteConfig, ctx: dict[str, Any], summary: dict[str, Any]) -> di
     with step(site):
         published = PublishSummary(**{**summary, "io": TaskIO.from_dict(summary.get("io"))})
         return _logged(steps.notify_step(RunContext.from_dict(ctx), published))
+
+
+def verify(site: SiteConfig) -> dict[str, Any]:
+    """The served copy of the site's live generation (pipeline.verify); ServedCopyWrong
+    (retried: a cache may refresh) listing the problems when it is not as published."""
+    from pipeline.errors import ServedCopyWrong
+    from pipeline.verify import verify as verify_served
+
+    with step(site):
+        result = verify_served(site.out, site.verify_url)
+        for note in result.notes:
+            log.info("verify: %s", note)
+        for problem in result.problems:
+            log.error("verify: %s", problem)
+        if not result.ok:
+            raise ServedCopyWrong(f"the served copy at {result.site_url} has "
+                                  f"{len(result.problems)} problem(s), the first: "
+                                  f"{result.problems[0]}")
+        log.info("verify: %d file(s) fetched from %s, as published", result.checked,
+                 result.site_url)
+        return result.as_dict()
 
 
 def finish(site: SiteConfig, ctx: dict[str, Any]) -> None:

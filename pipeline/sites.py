@@ -62,6 +62,10 @@ class SiteConfig(RunOptions):
         None, "the Airflow connection (type aws) for S3; omitted or \"\": the environment",
         flag="")
     tags: tuple[str, ...] = option((), "extra DAG tags", flag="")
+    verify_url: str | None = option(
+        None, "after each publish a verify task fetches the served copy from this site URL "
+        "(`sitemaps verify --site-url`) and fails, naming each problem, when it is not as "
+        "published (default: no verify task)", flag="")
 
     @property
     def gc_keep(self) -> int:

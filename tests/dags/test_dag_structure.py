@@ -33,6 +33,7 @@ inventory = "s3://inventory/shop/*.parquet"
 inventory_asset = "s3://inventory/shop/"
 out = "s3://sitemaps/shop/"
 aws_conn_id = ""
+verify_url = "https://shop.example.com/"
 """
 
 # Runs in one subprocess with a throwaway AIRFLOW_HOME: for each site config file, describes
@@ -117,7 +118,8 @@ def test_one_dag_per_site_with_the_expected_shape(bags: dict[str, dict]) -> None
         assert d["max_active_tasks"] == 40
         assert "Sitemaps for" in d["doc_md"] and "When a run fails" in d["doc_md"]
         assert d["params"] == ["allow_shrink", "dry_run", "force", "rollback_to"]
-        assert sorted(d["tasks"]) == sorted(TASKS)
+        # verify only for a site with a verify_url (shop): the served copy, after publish
+        assert sorted(d["tasks"]) == sorted(TASKS + (["verify"] if d is shop else []))
         for task_id, t in d["tasks"].items():
             assert t["retries"] == 3, task_id
             assert t["retry_delay"] == 30 and t["backoff"] == 2.0, task_id
@@ -152,6 +154,9 @@ def test_one_dag_per_site_with_the_expected_shape(bags: dict[str, dict]) -> None
         # Only announce emits the manifest asset event (it skips a run that changed nothing).
         assert t["announce"]["upstream"] == ["publish"]
         assert [k for k, v in t.items() if v["outlets"]] == ["announce"]
+    assert shop["tasks"]["verify"]["upstream"] == ["publish"]
+    assert "sitemaps verify --site-url https://shop.example.com/" in shop["tasks"]["verify"][
+        "doc_md"]
     assert www["tasks"]["announce"]["outlets"] == [
         ["sitemaps_www_manifest", "s3://sitemaps/www/manifest.json"]]
 
@@ -244,7 +249,7 @@ def test_every_terminal_error_fails_every_task_without_retries(
             "TerminalError", "InventoryError", "ConfigError", "StorageError",
             "PublishConflict", "ShrinkRefused", "TooManyRejects", "LiveStateCorrupt",
             "InternalError", "OutOfSpace", "FileTooLarge")},
-        "TransientError": "raised (retried)",
+        "TransientError": "raised (retried)", "ServedCopyWrong": "raised (retried)",
         "DuckDB writing to a full disk": "fails, no retry: no space left on the disk of /dev/full",
         "ENOSPC": "fails, no retry: no space left on the disk of /work/x.parquet",
         "ENOENT": "raised (retried)"}
@@ -257,7 +262,7 @@ def test_every_terminal_error_fails_every_task_without_retries(
 
     tasks = [f for f in ast.walk(tree) if isinstance(f, ast.FunctionDef)
              and any(is_task(d) for d in f.decorator_list)]
-    assert sorted(f.name for f in tasks) == sorted(TASKS), [f.name for f in tasks]
+    assert sorted(f.name for f in tasks) == sorted([*TASKS, "verify"]), [f.name for f in tasks]
     for f in tasks:
         calls = [n for n in ast.walk(f) if isinstance(n, ast.Call)
                  and isinstance(n.func, ast.Attribute)

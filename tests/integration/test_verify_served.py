@@ -174,3 +174,18 @@ def test_no_server_is_one_line_and_exit_1(served: dict, tmp_path: Path) -> None:
     empty = tmp_path / "empty"
     empty.mkdir()
     assert main(["verify", "--out", str(empty)]) == 1
+
+
+def test_the_dags_verify_task_fails_naming_the_problems(served: dict) -> None:
+    from pipeline import orchestration
+    from pipeline.errors import ServedCopyWrong
+    from pipeline.sites import SiteConfig
+
+    def site(way: str) -> SiteConfig:
+        return SiteConfig(name="www", site_url=SITE, inventory="unused", out=served["out"],
+                          verify_url=served["sites"][way])
+
+    assert orchestration.verify(site("published"))["ok"] is True
+    with pytest.raises(ServedCopyWrong, match="Content-Encoding: gzip") as exc:
+        orchestration.verify(site("gzipped_again"))
+    assert exc.value.exit_code == 75  # a transient error: the task retries
