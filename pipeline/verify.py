@@ -74,8 +74,8 @@ class Fetched:
 
 
 def fetch(url: str, timeout: float = TIMEOUT_SECONDS) -> Fetched:
-    """GET `url` as a crawler does (it accepts gzip); no redirect is followed silently
-    beyond urllib's, and the body is kept as sent."""
+    """GET `url` as a crawler does: it accepts gzip and follows redirects; the body is kept
+    as sent (a Content-Encoding is not undone here)."""
     request = urllib.request.Request(url, headers={"User-Agent": USER_AGENT,
                                                    "Accept-Encoding": "gzip"})
     try:
@@ -214,7 +214,12 @@ def _check_indexes(out: storage.Storage, live: Manifest, site_url: str | None,
             result.problems.append(f"{url}: Content-Encoding {fetched.encoding} that cannot be "
                                    "undone")
             continue
-        if body == out.read_bytes(index["generation_key"]):
+        published = out.read_bytes_or_none(index["generation_key"])
+        if published is None:
+            result.problems.append(f"{out.uri(index['generation_key'])}, the generation's copy "
+                                   f"of {index['key']}, is missing: run sitemaps validate")
+            continue
+        if body == published:
             continue
         lag = (f"{url} is not generation {live['generation']}'s index (a stale copy: a "
                f"cache?), {minutes_live:.0f} minute(s) after it went live")

@@ -189,3 +189,13 @@ def test_the_dags_verify_task_fails_naming_the_problems(served: dict) -> None:
     with pytest.raises(ServedCopyWrong, match="Content-Encoding: gzip") as exc:
         orchestration.verify(site("gzipped_again"))
     assert exc.value.exit_code == 75  # a transient error: the task retries
+
+
+def test_an_output_without_its_generations_copy_of_the_index_says_so(
+        served: dict, tmp_path: Path) -> None:
+    copy = tmp_path / "out"
+    shutil.copytree(served["out"], copy)
+    (index,) = served["manifest"]["indexes"]
+    (copy / index["generation_key"]).unlink()
+    result = verify(str(copy), served["sites"]["published"], shards=1)
+    assert [p for p in result.problems if "is missing: run sitemaps validate" in p]
