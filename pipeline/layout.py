@@ -14,8 +14,8 @@ paths from these names only, so the trees below are the whole list:
                                               commit.json (COMMIT_RECORD), pinned.json (PIN),
                                               collecting.json (COLLECTING)
       _lease.json                             LEASE_KEY: the lease a running publish holds
-      .lock, .tmp-*, .sitemaps-write-check-*, _conditional_write_probe-<token>.json
-                                              a local lock, temporaries, probes (never listed)
+      .tmp-*, .sitemaps-write-check-*, _conditional_write_probe-<token>.json
+                                              temporaries, probes (never listed)
     <state>/ (default <out>/_state/)          private: never serve it
       generations/<id>/                       snapshot.parquet, rejects.parquet,
                                               changes.parquet (STATE_FILES), report.html
@@ -82,8 +82,6 @@ PROBE_KEY = "_conditional_write_probe.json"
 #: The object written and deleted at the root of `--out` to prove it is writable
 #: (a dot name: local listings skip it, and it lives for one request).
 WRITE_CHECK_KEY = ".sitemaps-write-check"
-#: The lock file that makes a local conditional write one step between runs.
-LOCK_NAME = ".lock"
 #: Prefix of a local write's temporary file (beside its target, so os.replace is atomic).
 TEMP_PREFIX = ".tmp-"
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from pipeline.errors import WRITE_FULL_ERRNOS, PublishConflict
-from pipeline.layout import LOCK_NAME, TEMP_PREFIX
+from pipeline.layout import TEMP_PREFIX
 from pipeline.storage.base import ListedFile, ObjectInfo, Storage, glob_base, hidden_below
 
 _UMASK = os.umask(0)
@@ -147,9 +147,11 @@ class LocalStorage(Storage):
     def put_if(self, key: str, data: bytes, *, if_match: str | None,
                cache_control: str | None = None) -> None:
         self.path.mkdir(parents=True, exist_ok=True)
-        # The lock makes compare-and-replace one step between local runs.
-        with open(self.path / LOCK_NAME, "a+b") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
+        # A lock on the root folder itself makes compare-and-replace one step between local
+        # runs, and leaves no lock file in a folder that may be served.
+        root = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            fcntl.flock(root, fcntl.LOCK_EX)
             _, current = self.read_with_etag(key)
             if current != if_match:
                 raise PublishConflict(
@@ -157,6 +159,8 @@ class LocalStorage(Storage):
                     f"({self.uri(key)} changed); the other run's generation stays live"
                 )
             self.write_bytes(key, data)
+        finally:
+            os.close(root)  # closing the last descriptor releases the lock
 
     def rewrite(self, key: str, data: bytes, *, etag: str | None, cache_control: str) -> None:
         target = self._p(key)

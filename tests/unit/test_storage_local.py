@@ -4,10 +4,12 @@ and `rewrite` keeps a site's file mode."""
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import stat
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -89,6 +91,41 @@ def test_put_if_is_the_same_write_behind_a_version_check(tmp_path: Path) -> None
         store.put_if("manifest.json", b"3", if_match=etag)
     assert store.read_bytes("manifest.json") == b"2"
     assert leftovers(tmp_path) == []
+
+
+def _put_after_barrier(root: str, etag: str, n: int, barrier: Any, won: Any) -> None:
+    from pipeline.errors import PublishConflict
+
+    barrier.wait()
+    try:
+        storage.open_storage(root).put_if("manifest.json", str(n).encode(), if_match=etag)
+    except PublishConflict:
+        return
+    with won.get_lock():
+        won.value += 1
+
+
+def test_of_processes_racing_one_put_if_one_wins_and_no_lock_file_is_left(
+        tmp_path: Path) -> None:
+    """Each process read the same version; the lock on the folder makes each compare and
+    replace one step, so only the first replaces it. The lock is the folder itself: nothing
+    but the object is left in it (a served folder)."""
+    store = storage.open_storage(str(tmp_path))
+    store.put_if("manifest.json", b"first", if_match=None)
+    _, etag = store.read_with_etag("manifest.json")
+    assert etag is not None
+    ctx = multiprocessing.get_context("fork")
+    barrier, won = ctx.Barrier(8), ctx.Value("i", 0)
+    racers = [ctx.Process(target=_put_after_barrier, args=(str(tmp_path), etag, n, barrier, won))
+              for n in range(8)]
+    for p in racers:
+        p.start()
+    for p in racers:
+        p.join()
+    assert [p.exitcode for p in racers] == [0] * 8
+    assert won.value == 1
+    assert store.read_bytes("manifest.json") in {str(n).encode() for n in range(8)}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["manifest.json"]
 
 
 def test_the_local_backend_answers_what_callers_ask_of_any_store(tmp_path: Path) -> None:
