@@ -47,7 +47,7 @@ def notify_step(ctx: RunContext, summary: dict[str, Any], *,
     if not summary.get("published"):
         result["skipped"] = "unchanged"
         if feed_days and not out.exists(FEED_KEY):
-            result["feed_entries"] = write_feed(out_uri, days=feed_days)["entries"]
+            result["feed_entries"] = write_feed(out_uri, ctx.state, days=feed_days)["entries"]
         reports = run_report.report_prefix(out_uri, ctx.state, ctx.options.report_to)
         if report and not storage.open_storage(reports).exists(
                 run_report.report_key(summary["generation"])):
@@ -58,7 +58,7 @@ def notify_step(ctx: RunContext, summary: dict[str, Any], *,
         return result
 
     if feed_days:
-        feed = write_feed(out_uri, days=feed_days)
+        feed = write_feed(out_uri, ctx.state, days=feed_days)
         result.update(feed_entries=feed["entries"], feed=feed["uri"])
         live = read_live(out_uri).manifest
         if live is not None:

@@ -61,3 +61,17 @@ def test_status_and_validate_warn_while_the_state_is_below_out_and_a_moved_state
     assert grown["published"] and grown["counts"]["added"] == 10
     assert grown["counts"]["unchanged"] == 50
     assert not (out / "_state").exists()
+
+
+def test_the_feed_of_an_output_with_a_state_elsewhere_has_its_changes(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """The feed reads each generation's changes from the run's --state, not a default."""
+    inv, out, state = _inventory(tmp_path), tmp_path / "out", str(tmp_path / "private")
+    for day in (0, 1):
+        if day:
+            pq.write_table(pa.table({"url": [f"{SITE}p/{i}" for i in range(60)]}), inv)
+        with caplog.at_level(logging.WARNING):
+            run(RunOptions(inventory=inv, site_url=SITE, out=str(out), state=state,
+                           run_time=T0 + timedelta(days=day), feed_days=7))
+    assert not [r for r in caplog.records if "changes of generation" in r.getMessage()]
+    assert (out / "feed.atom").read_text().count("<entry>") == 60
