@@ -88,7 +88,7 @@ def build_dag(site: SiteConfig) -> Any:
     doc = DAG_DOC.format(
         site_url=site.site_url, inventory=site.inventory, out=site.out,
         public_url=site.public_url or site.site_url, schedule=site.schedule,
-        asset=site.inventory_asset_uri, work=site.work_uri, shrink=site.shrink_threshold,
+        asset=site.inventory_asset_uri, work=site.work or "<state>/runs", shrink=site.shrink_threshold,
         diff_partitions=site.diff_partitions or "automatic, by DuckDB's memory",
         plan_slice_rows=f"{site.plan_slice_rows:,}" if site.plan_slice_rows
         else f"{Environment().plan_slice_rows:,} (the default, `SITEMAPS_PLAN_SLICE_ROWS`)")

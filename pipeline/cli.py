@@ -18,7 +18,7 @@ from typing import Any
 
 from pipeline import settings
 from pipeline.errors import OutOfSpace, PipelineError, StorageError, out_of_space
-from pipeline.layout import GENERATIONS_FOLDER, SNAPSHOT_KEY, default_state
+from pipeline.layout import GENERATIONS_FOLDER, SNAPSHOT_KEY
 from pipeline.progress import Progress
 from pipeline.settings import RunOptions
 
@@ -116,14 +116,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="local folder or s3://bucket/prefix/")
     p.add_argument("--deep", action="store_true",
                    help="also read every shard and check its sha256 against the manifest")
-    p.add_argument("--state", help="state URI (default: <out>/_state); a warning when it is "
-                                   "below --out, which is served")
+    p.add_argument("--state", help=f"state URI (default: {settings.DEFAULT_STATE_HELP}); a "
+                                   "warning when it is below --out, which is served")
     p.add_argument("--json", action="store_true", help="print the status as JSON")
 
     p = add("repair", "make the last committed intact generation live again when "
                       "manifest.json is empty or broken", "sitemaps repair --out s3://www-sitemaps/sitemaps/")
     p.add_argument("--out", required=True, help="local folder or s3://bucket/prefix/")
-    p.add_argument("--state", help="state URI (default: <out>/_state)")
+    p.add_argument("--state", help=f"state URI (default: {settings.DEFAULT_STATE_HELP})")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
 
     p = add("rollback", "make a kept generation live again (default: the one before the live "
@@ -133,7 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--to", metavar="GENERATION",
                    help="the generation to make live (default: the one before the live one; "
                         "`sitemaps status` lists the kept ones)")
-    p.add_argument("--state", help="state URI (default: <out>/_state)")
+    p.add_argument("--state", help=f"state URI (default: {settings.DEFAULT_STATE_HELP})")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
 
     p = add("validate", "check every live file against the sitemap XSDs and the protocol's "
@@ -142,8 +142,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="local folder or s3://bucket/prefix/")
     p.add_argument("--max-problems", type=int, default=20, metavar="N",
                    help="stop after N problems (default 20)")
-    p.add_argument("--state", help="state URI (default: <out>/_state); a warning when it is "
-                                   "below --out, which is served")
+    p.add_argument("--state", help=f"state URI (default: {settings.DEFAULT_STATE_HELP}); a "
+                                   "warning when it is below --out, which is served")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
 
     from pipeline import verify
@@ -165,7 +165,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("gc", "delete files no kept generation references",
             "sitemaps gc --out s3://www-sitemaps/sitemaps/ --dry-run")
     p.add_argument("--out", required=True, help="local folder or s3://bucket/prefix/")
-    p.add_argument("--state", help="state URI (default: <out>/_state)")
+    p.add_argument("--state", help=f"state URI (default: {settings.DEFAULT_STATE_HELP})")
     keep, grace = settings.default_of("keep_generations"), settings.default_of("gc_grace_hours")
     p.add_argument("--keep-generations", type=int, default=keep, metavar="K",
                    help=f"generations whose files are kept (default {keep})")
@@ -266,9 +266,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
         print(f"inventory: {inventory}")
         from pipeline.notify.report import report_key
         from pipeline.publish import read_live
+        from pipeline.state_owner import resolve_state
 
         live = read_live(str(out)).generation
-        report = Path(default_state(str(out))) / report_key(live) if live else None
+        report = Path(resolve_state(str(out), None)) / report_key(live) if live else None
         if report is not None and report.exists():
             print(f"open the report: {report.as_uri()}")
     return code
@@ -432,8 +433,9 @@ def cmd_diff(args: argparse.Namespace) -> int:
 
 def cmd_gc(args: argparse.Namespace) -> int:
     from pipeline.gc import gc
+    from pipeline.state_owner import resolve_state
 
-    result = gc(args.out, args.state or default_state(args.out),
+    result = gc(args.out, resolve_state(args.out, args.state),
                 keep=args.keep_generations, grace_hours=args.grace_hours, dry_run=args.dry_run)
     if args.json:
         print(json.dumps(result.to_dict(), indent=2, sort_keys=True))

@@ -11,9 +11,8 @@ import argparse
 import json
 from typing import Any
 
-from pipeline.layout import STATE_FOLDER
 from pipeline.notify import DEFAULT_FEED_ENTRIES
-from pipeline.settings import default_of
+from pipeline.settings import DEFAULT_STATE_HELP, default_of
 
 #: The feed's days: the run option's default.
 DEFAULT_FEED_DAYS: float = default_of("feed_days")
@@ -61,7 +60,8 @@ def add_report_parser(sub: Any) -> None:
     p = sub.add_parser("report", help="write the live generation's HTML run report (internal: "
                                       "under the state prefix) and say where it is")
     p.add_argument("--out", required=True, help="local folder or s3://bucket/prefix/")
-    p.add_argument("--state", help=f"state URI, where the report goes (default: <out>/{STATE_FOLDER})")
+    p.add_argument("--state", help="state URI, where the report goes (default: "
+                                   f"{DEFAULT_STATE_HELP})")
     p.add_argument("--generation", help="another kept generation instead of the live one")
     p.add_argument("--report-to", metavar="URI",
                    help="where reports go, as for run (default: the state prefix)")

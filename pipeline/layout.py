@@ -16,7 +16,9 @@ paths from these names only, so the trees below are the whole list:
       _lease.json                             LEASE_KEY: the lease a running publish holds
       .tmp-*, .sitemaps-write-check-*, _conditional_write_probe-<token>.json
                                               temporaries, probes (never listed)
-    <state>/ (default <out>/_state/)          private: never serve it
+    <state>/ (default <out>.state/)           private: never serve it; beside --out, not in
+                                              it (older versions' <out>/_state/ is still used
+                                              while it holds a state: pipeline.state_owner)
       generations/<id>/                       snapshot.parquet, rejects.parquet,
                                               changes.parquet (STATE_FILES), report.html
       runs/<dag id>.<run id>/                 RUNS_FOLDER: the DAG's work prefixes
@@ -41,7 +43,10 @@ paths from these names only, so the trees below are the whole list:
 
 from __future__ import annotations
 
+import os
 from datetime import UTC, datetime
+
+from pipeline.errors import ConfigError
 
 # --- the output ------------------------------------------------------------------------------
 
@@ -87,8 +92,11 @@ TEMP_PREFIX = ".tmp-"
 
 # --- the state ---------------------------------------------------------------------------------
 
-#: The state's folder below the output when --state is not given.
-STATE_FOLDER = "_state"
+#: Added to the output's name for the state when --state is not given: `<out>.state`.
+STATE_SUFFIX = ".state"
+#: The state's folder below the output when --state was not given, before `<out>.state`
+#: (served with the output): still used where it holds a state.
+LEGACY_STATE_FOLDER = "_state"
 #: The work prefixes of DAG runs, below the state: runs/<dag id>.<run id>/ (named by site
 #: and run, so sites may share a work root; pipeline.orchestration.work_folder_name).
 RUNS_FOLDER = "runs"
@@ -180,5 +188,27 @@ def part_key(folder: str, n: int) -> str:
 
 
 def default_state(out_uri: str) -> str:
-    """The state URI when none is given: the private `_state/` folder beside the sitemaps."""
-    return out_uri.rstrip("/") + "/" + STATE_FOLDER
+    """The state URI when none is given: the sibling `<out>.state` of the output, outside
+    what is served (`/srv/out` -> `/srv/out.state`, `s3://b/site/` -> `s3://b/site.state`;
+    a relative local path is made absolute first, so `.` has a name too).
+
+    ConfigError when --out has no parent to put it in: the root of a bucket or of the
+    filesystem.
+    """
+    scheme, sep, rest = out_uri.partition("://")
+    if sep and scheme != "file":
+        bucket, _, key = rest.strip("/").partition("/")
+        if not key:
+            raise ConfigError(f"--out is the root of bucket {bucket}: give --state, a private "
+                              "prefix or bucket")
+        return f"{scheme}://{bucket}/{key.rstrip('/')}{STATE_SUFFIX}"
+    path = os.path.abspath(os.path.expanduser(rest if sep else out_uri))
+    if path == os.path.dirname(path):
+        raise ConfigError(f"--out is the filesystem root {path}: give --state, a private folder")
+    return path + STATE_SUFFIX
+
+
+def legacy_state(out_uri: str) -> str:
+    """Where older versions put the state when none was given: `<out>/_state`, below
+    the output (pipeline.state_owner.resolve_state still uses one that holds a state)."""
+    return out_uri.rstrip("/") + "/" + LEGACY_STATE_FOLDER

@@ -28,12 +28,17 @@ from datetime import datetime
 from typing import Any, Union
 
 from pipeline.errors import ConfigError
-from pipeline.layout import RUN_ID_PATTERN, RUNS_FOLDER, STATE_FOLDER, default_state
+from pipeline.layout import LEGACY_STATE_FOLDER, RUN_ID_PATTERN, RUNS_FOLDER, STATE_SUFFIX
 from pipeline.limits import MAX_BYTES_PER_SITEMAP, MAX_SITEMAPS_PER_INDEX, MAX_URLS_PER_SITEMAP
 from pipeline.sitemap_xml import max_urlset_overhead
 
 #: Output formats: XML sitemaps, or plain-text ones (one URL a line, same limits).
 FORMATS = ("xml", "txt")
+
+
+#: The state when --state is not given, as the help texts say it (pipeline.state_owner).
+DEFAULT_STATE_HELP = (f"<out>{STATE_SUFFIX}; an older <out>/{LEGACY_STATE_FOLDER} that holds "
+                      "a state is still used")
 
 
 @dataclass(frozen=True)
@@ -121,7 +126,7 @@ class RunOptions:
         None, "URL of the folder --out is served from: absolute http(s), ending in / "
         "(default: --site-url)", folder_url=True)
     state: str | None = option(
-        None, f"state URI: snapshots between runs (default: <out>/{STATE_FOLDER})")
+        None, f"state URI: snapshots between runs (default: {DEFAULT_STATE_HELP})")
     work: str | None = option(
         None, "work URI for intermediate files (default: a temp folder; a site's DAG: "
         f"<state>/{RUNS_FOLDER}, which must be shared storage)")
@@ -211,12 +216,6 @@ class RunOptions:
             problem = check(f, getattr(self, f.name))
             if problem:
                 raise ConfigError(f"{site_key(f) or f.name} {problem}")
-
-    @property
-    def state_uri(self) -> str:
-        """Default: the private `_state/` folder beside the sitemaps (never serve it)."""
-        return self.state or default_state(self.out)
-
 
 def check(f: dataclasses.Field[Any], value: Any) -> str | None:
     """What is wrong with `value` for field `f` (its Option's bounds and choices), or None.

@@ -14,7 +14,7 @@ live there), plus the DAG's own keys below; plain Python, tested without Airflow
     public_url = "https://www.example.com/sitemaps/"   # where `out` is served
     inventory = "s3://inventory/www/"                  # Parquet file, glob or folder
     out = "s3://sitemaps-public/www/"
-    # state = "<out>/_state"       work = "<state>/runs"   (must be shared storage)
+    # state = "<out>.state"        work = "<state>/runs"   (must be shared storage)
 
     [sites.www.limits]
     max_urls_per_sitemap = 50000
@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.errors import ConfigError
-from pipeline.layout import LIVE_MANIFEST_KEY, RUNS_FOLDER
+from pipeline.layout import LIVE_MANIFEST_KEY, RUNS_FOLDER, default_state, legacy_state
 from pipeline.settings import (
     Limits,
     RunOptions,
@@ -77,10 +77,28 @@ class SiteConfig(RunOptions):
         return DAG_ID_PREFIX + self.name
 
     @property
+    def state_uri(self) -> str:
+        """The site's state (pipeline.state_owner.resolve_state): it may look at storage, so
+        a run asks, never the parse of the DAG file (which imports no storage)."""
+        from pipeline.state_owner import resolve_state
+
+        return resolve_state(self.out, self.state)
+
+    @property
     def work_uri(self) -> str:
         """Root of the runs' work folders; each run works in `<work>/<dag id>.<run id>/`, so
-        sites may share one root."""
+        sites may share one root. Without `work`, it is below the state (state_uri)."""
         return self.work or _join(self.state_uri, RUNS_FOLDER)
+
+    def default_states(self) -> list[str]:
+        """The state's names without storage: `state`, else both defaults of `out`
+        (`<out>.state`, where out has a parent, and an older `<out>/_state`)."""
+        if self.state:
+            return [self.state]
+        try:
+            return [default_state(self.out), legacy_state(self.out)]
+        except ConfigError:  # the root of a bucket: only an older state can be there
+            return [legacy_state(self.out)]
 
     @property
     def inventory_asset_uri(self) -> str:
@@ -94,7 +112,9 @@ class SiteConfig(RunOptions):
     def run_options(self, **overrides: Any) -> RunOptions:
         """The site's run options, as a plain RunOptions (the DAG's per-run values win)."""
         values = {f.name: getattr(self, f.name) for f in dataclasses.fields(RunOptions)}
-        return RunOptions(**{**values, "work": self.work_uri, "state": self.state_uri,
+        state = self.state_uri
+        return RunOptions(**{**values, "work": self.work or _join(state, RUNS_FOLDER),
+                             "state": state,
                              **overrides})
 
 
@@ -189,11 +209,12 @@ def parse_sites(data: dict[str, Any], source: str = "<sites>") -> list[SiteConfi
             raise ConfigError(f"{where}: out {site.out!r} is also the out of [sites.{twin.name}]"
                               ": give each site its own output")
         # Nor may two share a state: gc of one would delete the other's snapshots.
-        twin = next((o for o in out if _same_uri(o.state_uri, site.state_uri)), None)
-        if twin is not None:
-            raise ConfigError(f"{where}: state {site.state_uri!r} is also the state of "
-                              f"[sites.{twin.name}]: give each site its own state (set it per "
-                              "site, or leave it out: <out>/_state)")
+        shared = next(((o, a) for o in out for a in site.default_states()
+                       for b in o.default_states() if _same_uri(a, b)), None)
+        if shared is not None:
+            raise ConfigError(f"{where}: state {shared[1]!r} is also the state of "
+                              f"[sites.{shared[0].name}]: give each site its own state (set it "
+                              "per site, or leave it out: <out>.state)")
         out.append(site)
     return out
 

@@ -28,7 +28,6 @@ from pipeline.layout import (
     GENERATIONS_FOLDER,
     LIVE_MANIFEST_KEY,
     ROLLED_BACK,
-    default_state,
     generation_key,
 )
 from pipeline.manifest import Manifest
@@ -43,7 +42,7 @@ from pipeline.publish import (
     snapshot_uri,
     utcnow,
 )
-from pipeline.state_owner import check_owner
+from pipeline.state_owner import check_owner, legacy_state_in_use, resolve_state
 from pipeline.w3c import format_w3c, parse_w3c
 
 log = logging.getLogger(__name__)
@@ -151,11 +150,12 @@ class RollbackResult:
 
 
 def served_state_warning(out_uri: str, state_uri: str | None) -> str | None:
-    """A warning when the private state (`state_uri`, default `<out>/_state`: the snapshot
-    of every URL, the rejects, the run reports) lies below `out_uri`, which is served:
-    whoever serves --out as it is serves them too. None when the state is elsewhere."""
-    state_uri = state_uri or default_state(out_uri)
-    if not storage.is_strictly_below(out_uri, state_uri):
+    """A warning when the private state (`state_uri`, default `<out>.state`, or an older
+    `<out>/_state` that holds one: the snapshot of every URL, the rejects, the run reports)
+    lies below `out_uri`, which is served: whoever serves --out as it is serves them too.
+    None when the state is elsewhere (the default `<out>.state` is never below it)."""
+    state_uri = state_uri or legacy_state_in_use(out_uri)
+    if state_uri is None or not storage.is_strictly_below(out_uri, state_uri):
         return None
     return (f"the private state {state_uri} (every URL's snapshot, the rejects, the run "
             f"reports) is below --out {out_uri}: serve --out without it (deny every path "
@@ -168,7 +168,7 @@ def status(out_uri: str, deep: bool = False, state_uri: str | None = None) -> St
     `ok` is false when a file the live manifest lists is missing or of another size (one
     listing per folder), with `deep` when a shard's sha256 differs, or when the root index
     does not match the live generation's. `warnings`: the state (`state_uri`, default
-    `<out>/_state`) below --out, served with it unless the server leaves it out.
+    resolve_state's) below --out, served with it unless the server leaves it out.
     """
     live = read_live(out_uri)
     if live.manifest is None:
@@ -301,7 +301,7 @@ def repair(out_uri: str, state_uri: str | None = None) -> RepairResult:
     root files are brought in line).
     """
     out = storage.open_storage(out_uri)
-    state_uri = state_uri or default_state(out_uri)
+    state_uri = resolve_state(out_uri, state_uri)
     check_owner(out_uri, state_uri, claim=False)
     data, etag = out.read_with_etag(LIVE_MANIFEST_KEY)
     live_gen = None
@@ -403,7 +403,7 @@ def rollback(out_uri: str, state_uri: str | None = None, to: str | None = None
     The next run diffs against that generation's snapshot.
     """
     out = storage.open_storage(out_uri)
-    state_uri = state_uri or default_state(out_uri)
+    state_uri = resolve_state(out_uri, state_uri)
     check_owner(out_uri, state_uri, claim=False)
     live = read_live(out_uri)  # a broken manifest: LiveStateCorrupt, use repair
     if live.manifest is None:

@@ -51,7 +51,7 @@ from pipeline.publish import (
 from pipeline.render import RenderedFile
 from pipeline.settings import RunOptions, environment
 from pipeline.snapshot import StoredState, save_state
-from pipeline.state_owner import check_owner
+from pipeline.state_owner import check_owner, resolve_state
 from pipeline.taskio import Meter
 from pipeline.urls import Site
 from pipeline.w3c import parse_w3c
@@ -89,9 +89,10 @@ def begin(opts: RunOptions) -> RunContext:
     public = opts.public_url or site.prefix
     from pipeline import preflight
 
-    preflight.check_run(opts.inventory, opts.out, opts.state_uri, write=opts.check_writable)
+    state = resolve_state(opts.out, opts.state)  # once: the later steps take ctx.state
+    preflight.check_run(opts.inventory, opts.out, state, write=opts.check_writable)
     if opts.check_writable:  # a dry run (`sitemaps diff`) may read any state
-        check_owner(opts.out, opts.state_uri, claim=True)
+        check_owner(opts.out, state, claim=True)
     generation = new_generation_id(run_time)
     # The lease owner is stable across retries of one run (an Airflow retry of begin
     # must not find itself holding the lease).
@@ -111,7 +112,7 @@ def begin(opts: RunOptions) -> RunContext:
                     live.generation, live.manifest["created"])
         run_time = live_created
         generation = new_generation_id(run_time)
-    snapshot = opts.compare_snapshot or (snapshot_uri(live.manifest, opts.state_uri)
+    snapshot = opts.compare_snapshot or (snapshot_uri(live.manifest, state)
                                          if live.manifest else None)
     # A live shard that is missing (or of another size) is not reused: plan gives it its
     # rows and render uploads it again.
@@ -121,7 +122,7 @@ def begin(opts: RunOptions) -> RunContext:
         log.warning("begin: %d file(s) of the live generation are missing, e.g. %s; this run "
                     "uploads its shards again", len(gone), min(gone))
     identity, skip_reason, identity_at_load, inventory = _input_identity(
-        opts, site, public, live.manifest, len(gone), meter)
+        opts, state, site, public, live.manifest, len(gone), meter)
     if snapshot and not opts.compare_snapshot:
         _check_snapshot(snapshot, live.manifest, live.generation, opts.out, meter,
                         read=skip_reason is not None)
@@ -137,7 +138,7 @@ def begin(opts: RunOptions) -> RunContext:
         log.warning("%s", w)
     ctx = RunContext(
         options=opts, site_url=site.prefix, public_url=public, out=opts.out,
-        state=opts.state_uri,
+        state=state,
         work=run_work_folder(base, opts.run_id or generation) if opts.work else base,
         own_work=opts.work is None, run_time=run_time.isoformat(), generation=generation,
         live_etag=live.etag, live_generation=live.generation, snapshot=snapshot,
@@ -190,8 +191,8 @@ def _check_snapshot(snapshot: str, live: Manifest | None, generation: str | None
         integrity.verify_size(snapshot, expected, what, recovery)
 
 
-def _input_identity(opts: RunOptions, site: Site, public: str, live: Manifest | None,
-                    missing: int, meter: Meter
+def _input_identity(opts: RunOptions, state_uri: str, site: Site, public: str,
+                    live: Manifest | None, missing: int, meter: Meter
                     ) -> tuple[str | None, str | None, bool, dict[str, Any] | None]:
     """(the input's identity, why the run does the work: None when it can skip it, whether
     load takes the identity instead, the inventory's listing with the rows' sums where begin
@@ -213,7 +214,7 @@ def _input_identity(opts: RunOptions, site: Site, public: str, live: Manifest | 
     files = [f.uri for f in listed]
     inventory: dict[str, Any] = {"files": unchanged.listing(listed), "row_sums": None}
     live_identity, sums = unchanged.recorded_with_sums(
-        opts.state_uri, live["generation"], inventory["files"]) if live else (None, None)
+        state_uri, live["generation"], inventory["files"]) if live else (None, None)
     rows = sums[0] if sums else None
     if live is not None and live_identity is not None and sums is None:
         try:  # from the files' footers: no row is read

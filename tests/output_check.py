@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 from lxml import etree
 
 from pipeline import storage
+from pipeline.layout import default_state
 from pipeline.validate import SCHEMAS, schema  # the vendored XSDs, read offline  # noqa: F401
 
 NS = {"sm": "http://www.sitemaps.org/schemas/sitemap/0.9"}
@@ -103,5 +104,5 @@ def state_file(out_uri: str, manifest: dict[str, Any], name: str,
                state_uri: str | None = None) -> str:
     """The URI of a generation's private state file (`snapshot`, `rejects`, `changes`): the
     served manifest names none, it is `<state>/generations/<id>/<name>.parquet`."""
-    return storage.join(state_uri or storage.join(out_uri, "_state"), "generations",
+    return storage.join(state_uri or default_state(out_uri), "generations",
                         manifest["generation"], f"{name}.parquet")

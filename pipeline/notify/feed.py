@@ -14,9 +14,10 @@ from xml.sax.saxutils import escape, quoteattr
 from pipeline import manifest as manifest_model
 from pipeline import sql, storage
 from pipeline.errors import ConfigError
-from pipeline.layout import FEED_KEY, default_state, state_file_key
+from pipeline.layout import FEED_KEY, state_file_key
 from pipeline.manifest import Manifest
 from pipeline.publish import public_join, read_live, state_files
+from pipeline.state_owner import resolve_state
 from pipeline.w3c import parse_w3c
 
 log = logging.getLogger(__name__)
@@ -50,6 +51,7 @@ def recent_generations(out_uri: str, live: Manifest, *, days: float, now: dateti
     out = storage.open_storage(out_uri)
     cutoff = now - timedelta(days=days)
     found = []
+    fallback_state: str | None = None
     for gen in live.get("history") or [live["generation"]]:
         m = _generation_manifest(out, live, gen)
         if m is None:
@@ -60,9 +62,12 @@ def recent_generations(out_uri: str, live: Manifest, *, days: float, now: dateti
             break  # the history is newest first; nightly runs: days=7 covers 7 of them
         if created > now:
             continue
-        changes = (storage.join(state_uri, state_file_key(gen, "changes"))
-                   if state_uri else (m.get("state") or {}).get("changes")
-                   or state_files(default_state(out_uri), gen)["changes"])
+        changes: str | None
+        if state_uri:
+            changes = storage.join(state_uri, state_file_key(gen, "changes"))
+        elif not (changes := (m.get("state") or {}).get("changes")):
+            fallback_state = fallback_state or resolve_state(out_uri, None)  # resolved once
+            changes = state_files(fallback_state, gen)["changes"]
         if not changes or not _exists(changes):
             log.warning("notify: the changes of generation %s are gone (%s); the feed leaves "
                         "them out", gen, changes or "not recorded")

@@ -24,10 +24,11 @@ from pipeline import manifest as manifest_model
 from pipeline import sql, storage
 from pipeline.config import Limits
 from pipeline.errors import ConfigError, LiveStateCorrupt
-from pipeline.layout import REPORT_KEY, default_state, generation_key
+from pipeline.layout import REPORT_KEY, generation_key
 from pipeline.manifest import Manifest, SitemapEntry
 from pipeline.notify import charts
 from pipeline.publish import read_live, state_files
+from pipeline.state_owner import resolve_state
 from pipeline.taskio import Meter
 from pipeline.w3c import parse_w3c
 
@@ -280,8 +281,8 @@ def render_report(manifest: Manifest, trend: list[dict[str, Any]],
 def report_prefix(out_uri: str, state_uri: str | None = None, report_to: str | None = None
                   ) -> str:
     """Where reports go: `report_to` (`--report-to`, `report_to` in the site TOML), else the
-    state prefix (default `<out>/_state`)."""
-    return report_to or state_uri or default_state(out_uri)
+    state prefix (pipeline.state_owner.resolve_state when not given)."""
+    return report_to or resolve_state(out_uri, state_uri)
 
 
 def write_generation_report(out_uri: str, generation: str | None = None, *,
@@ -290,12 +291,12 @@ def write_generation_report(out_uri: str, generation: str | None = None, *,
     """Write the report of `generation` (default: the live one) under the state prefix,
     `<state>/generations/<id>/report.html` (or under `report_to`); returns its URI.
 
-    `state_uri`: the run's `--state` (default `<out>/_state`), where the snapshot is. A copy
-    an older version wrote under the served output is removed.
+    `state_uri`: the run's `--state` (resolve_state when not given), where the snapshot is.
+    A copy an older version wrote under the served output is removed.
     """
     out = storage.open_storage(out_uri)
+    state_uri = resolve_state(out_uri, state_uri)
     target = report_prefix(out_uri, state_uri, report_to)
-    state_uri = state_uri or default_state(out_uri)
     live = read_live(out_uri).manifest
     if live is None:
         raise ConfigError(f"{out_uri} has no live generation yet: nothing to report on")
@@ -337,6 +338,7 @@ def read_report(out_uri: str, generation: str, *, state_uri: str | None = None,
                 write_missing: bool = True) -> bytes | None:
     """The report of `generation`, written first when missing (and `write_missing`); None
     when there is none (a generation whose manifest is gone)."""
+    state_uri = resolve_state(out_uri, state_uri)
     where = storage.open_storage(report_prefix(out_uri, state_uri, report_to))
     body = where.read_bytes_or_none(report_key(generation))
     if body is None and write_missing:

@@ -142,8 +142,8 @@ def test_dag_run_publishes_what_the_cli_publishes(
 
     # The generation's changes (one file in the state, from the DAG's 3 partitions): the
     # same rows as the CLI's.
-    def changes(m: dict, out: str) -> list[tuple]:  # the state is the default <out>/_state
-        key = f"{out}/_state/generations/{m['generation']}/changes.parquet"
+    def changes(m: dict, out: str) -> list[tuple]:  # the state is the default <out>.state
+        key = f"{out}.state/generations/{m['generation']}/changes.parquet"
         body = s3_bucket.client.get_object(Bucket=s3_bucket.name, Key=key)["Body"].read()
         return sorted((r["url"], r["change"], r["lastmod"])
                       for r in pq.read_table(io.BytesIO(body)).to_pylist())
@@ -151,7 +151,7 @@ def test_dag_run_publishes_what_the_cli_publishes(
     assert changes(dm, "dag") == changes(cm, "cli") and len(changes(dm, "dag")) == dm["counts"]["added"]
 
     # The work files are gone; the manifest asset event carries the run's summary.
-    assert keys(s3_bucket, "dag/_state/runs/") == []
+    assert keys(s3_bucket, "dag.state/runs/") == []
     (extra,) = [json.loads(e) for (e,) in env.query(
         "SELECT e.extra FROM asset_event e JOIN asset a ON a.id = e.asset_id WHERE a.uri = ?",
         s3_bucket.url("dag/manifest.json"))]
@@ -250,9 +250,8 @@ def test_terminal_error_fails_at_once_and_publishes_nothing(
     # The reason, as the task log's last error line.
     reason = "the inventory's `url` column is BIGINT; it must be a string"
     assert f"AirflowFailException: {reason}" in out
-    # Nothing published: only the run's work folder (kept for a retry) exists.
-    published = [k for k in keys(s3_bucket, "out/") if not k.startswith("out/_state/runs/")]
-    assert published == []
+    # Nothing published (the run's work folder, kept for a retry, is below the state).
+    assert keys(s3_bucket, "out/") == []
 
 
 def test_too_many_rejects_fail_at_once_and_keep_the_rejects_below_the_state(
@@ -272,8 +271,9 @@ def test_too_many_rejects_fail_at_once_and_keep_the_rejects_below_the_state(
     states = env.task_states("sitemaps_refused")
     assert states[("load", -1)] == ("failed", 1), states  # first try, no retry
     assert "up_for_retry" not in out
-    (kept,) = [k for k in keys(s3_bucket, "out/") if not k.startswith("out/_state/runs/")]
-    assert kept.startswith("out/_state/refused/") and kept.endswith("/rejects.parquet"), kept
+    assert keys(s3_bucket, "out/") == []
+    (kept,) = [k for k in keys(s3_bucket, "out.state/") if not k.startswith("out.state/runs/")]
+    assert kept.startswith("out.state/refused/") and kept.endswith("/rejects.parquet"), kept
     assert f"the rejected rows are in {s3_bucket.url(kept)};" in out, tail(out)
     assert "load: rejected as not_http: 10 row(s), e.g. " in out, tail(out)
     body = s3_bucket.client.get_object(Bucket=s3_bucket.name, Key=kept)["Body"].read()

@@ -33,8 +33,7 @@ BASE = {"site_url": "https://www.example.com/", "inventory": "s3://inv/www/",
 def test_defaults_derive_state_work_and_asset_from_out_and_inventory() -> None:
     (s,) = sites.parse_sites({"sites": {"www": BASE}})
     assert s.dag_id == "sitemaps_www"
-    assert s.state_uri == "s3://sitemaps/www/_state"
-    assert s.work_uri == "s3://sitemaps/www/_state/runs"
+    assert s.default_states() == ["s3://sitemaps/www.state", "s3://sitemaps/www/_state"]
     assert s.inventory_asset_uri == "s3://inv/www/"
     assert s.manifest_uri == "s3://sitemaps/www/manifest.json"
     assert s.schedule == "0 3 * * *" and s.aws_conn_id is None
@@ -59,6 +58,23 @@ def test_defaults_table_applies_to_every_site_and_a_site_overrides_it() -> None:
     assert (a.aws_conn_id, a.schedule, a.limits.max_urls) == ("s3", "0 1 * * *", 1000)
     assert (b.schedule, b.limits.max_urls, b.limits.max_sitemaps_per_index) == (
         "0 2 * * *", 1000, 10)
+
+
+def test_the_state_and_work_of_a_run_are_beside_out_or_in_an_older_state(
+        tmp_path: Path) -> None:
+    """The run (not the parse) resolves the state: `<out>.state`, or an older `<out>/_state`
+    while it holds one; the work root is below it."""
+    from pipeline.layout import INPUT_IDENTITY_KEY
+
+    out = tmp_path / "www"
+    (s,) = sites.parse_sites({"sites": {"www": {**BASE, "out": str(out)}}})
+    assert s.state_uri == str(tmp_path / "www.state")
+    assert s.work_uri == str(tmp_path / "www.state" / "runs")
+    (out / "_state").mkdir(parents=True)
+    (out / "_state" / INPUT_IDENTITY_KEY).write_text("{}")
+    assert s.state_uri == str(out / "_state")
+    opts = s.run_options(run_id="r")
+    assert (opts.state, opts.work) == (str(out / "_state"), str(out / "_state" / "runs"))
 
 
 def test_explicit_state_and_work() -> None:
@@ -130,7 +146,7 @@ def test_the_work_folder_of_any_airflow_run_id_stays_below_the_runs_folder(
     name = work_folder_name(s.dag_id, run_id)
     assert re.fullmatch(RUN_ID_PATTERN, name), name
     work = Path(run_work_folder(s.work_uri, name)).resolve()
-    assert work.parent == (tmp_path / "out" / "_state" / "runs").resolve()
+    assert work.parent == (tmp_path / "out.state" / "runs").resolve()
     s.run_options(run_id=name)  # the rule RunOptions checks
 
 
@@ -187,6 +203,21 @@ def test_two_sites_with_one_state_are_refused(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"\[sites.b\]: state .* is also the state of "
                                           r"\[sites.a\]"):
         sites.parse_sites(data)
+
+
+@pytest.mark.parametrize("state", ["s3://sitemaps/a.state", "s3://sitemaps/a/_state/"])
+def test_a_state_that_is_another_sites_default_is_refused(state: str) -> None:
+    data = {"sites": {"a": {**BASE, "out": "s3://sitemaps/a/"},
+                      "b": {**BASE, "out": "s3://sitemaps/b/", "state": state}}}
+    with pytest.raises(ConfigError, match=r"\[sites.b\]: state .* is also the state of "
+                                          r"\[sites.a\]"):
+        sites.parse_sites(data)
+
+
+def test_a_site_at_the_root_of_a_bucket_parses() -> None:
+    """Its state is resolved by the run: an older `_state` there, else a ConfigError."""
+    (s,) = sites.parse_sites({"sites": {"www": {**BASE, "out": "s3://sitemaps"}}})
+    assert s.default_states() == ["s3://sitemaps/_state"]
 
 
 @pytest.mark.parametrize("other", ["s3://sitemaps/www/", "s3://sitemaps/www", "s3://sitemaps/www//"])

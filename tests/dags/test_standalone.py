@@ -207,9 +207,9 @@ aws_conn_id = "{stack.CONN_ID}"
         # issue 16): a person logs in, opens the run that published and its tab, and sees
         # that generation's report and numbers, read from the private state prefix through
         # the site's connection (nothing of the report is served).
-        served = s3_bucket.client.list_objects_v2(Bucket=s3_bucket.name, Prefix="out/")
-        assert [o["Key"] for o in served["Contents"] if o["Key"].endswith(".html")] == [
-            f"out/_state/generations/{live['generation']}/report.html"]
+        listed = s3_bucket.client.list_objects_v2(Bucket=s3_bucket.name, Prefix="out")  # + .state
+        assert [o["Key"] for o in listed["Contents"] if o["Key"].endswith(".html")] == [
+            f"out.state/generations/{live['generation']}/report.html"]
         url = f"http://127.0.0.1:{port}/sitemaps-report/{DAG_ID}/{events[0]['source_run_id']}"
         assert report_tab.fetch(url, "not-a-token")[0] in (401, 403)  # internal
         code, page = report_tab.fetch(url, token)
@@ -271,8 +271,8 @@ def _resume_by_clearing_the_failed_task(airflow: Any, token: str, run_id: str,
         return [o["Key"] for o in listed.get("Contents", [])]
 
     # Nothing published; begin's work files kept for the resumed run (live_keys.json).
-    assert [k for k in keys("resume/") if not k.startswith("resume/_state/runs/")] == []
-    assert any(k.endswith("/live_keys.json") for k in keys("resume/_state/runs/"))
+    assert keys("resume/") == []
+    assert any(k.endswith("/live_keys.json") for k in keys("resume.state/runs/"))
 
     inventory = make_inventory(tmp_path / "late.parquet", URLS)
     s3_bucket.client.upload_file(str(inventory), s3_bucket.name, LATE_INVENTORY)
@@ -319,4 +319,4 @@ def _resume_by_clearing_the_failed_task(airflow: Any, token: str, run_id: str,
 
     assert files(live) == files(cli) and live["counts"] == cli["counts"]
     # The resumed run's finish removed its work files.
-    assert keys("resume/_state/runs/") == []
+    assert keys("resume.state/runs/") == []

@@ -4,7 +4,8 @@
   written reason and is still needed; and the template keeps its promises: nothing public,
   TLS only, incomplete multipart uploads aborted, the pipeline's policy limited to its prefixes
   with no wildcard action, the sitemaps served by CloudFront as stored (Compress false: no
-  Content-Encoding added) and the private `_state/` and `_lease.json` never served.
+  Content-Encoding added) and the private state (`<prefix>.state/`, an older `_state/`) and
+  `_lease.json` never served.
 - `infra/airflow`: yamllint passes, checkov passes on the Dockerfile, and `values.yaml`, the
   Dockerfile and the example site configuration agree with each other and with the pipeline.
 
@@ -324,22 +325,18 @@ def test_cloudfront_reads_only_the_served_prefix_of_its_distribution(
 
 def test_private_state_and_lease_are_never_served(template: dict[str, Any],
                                                   tmp_path: Path) -> None:
-    sys.path.insert(0, str(ROOT / "dags"))
-    try:
-        from sitemaps_sites import SiteConfig
-    finally:
-        sys.path.remove(str(ROOT / "dags"))
+    from pipeline.layout import LEGACY_STATE_FOLDER, default_state
     from pipeline.lease import LEASE_KEY
 
-    out = "s3://bucket/sitemaps"
-    site = SiteConfig(name="x", site_url="https://www.example.com/", inventory="s3://i/", out=out)
-    state_folder = site.state_uri.removeprefix(out + "/")          # "_state"
+    # The default state is beside the prefix CloudFront reads (`${SitemapsPrefix}/*`, the
+    # test above), not below it; the pipeline's policy grants it (OWN_OBJECTS).
+    assert default_state("s3://bucket/sitemaps") == "s3://bucket/sitemaps.state"
     props = resource(template, "SitemapBucketPolicy", "AWS::S3::BucketPolicy")
     denied = {text(r) for s in statements(props) if s["Effect"] == "Deny"
               and s["Principal"] == {"Service": "cloudfront.amazonaws.com"}
               and actions(s) == ["s3:GetObject"] for r in items(s["Resource"])}
     prefix = "${SitemapBucket.Arn}/${SitemapsPrefix}/"
-    assert prefix + state_folder + "/*" in denied
+    assert prefix + LEGACY_STATE_FOLDER + "/*" in denied  # an older version's state
     assert prefix + LEASE_KEY in denied
     # The catch-all for private top-level names, and no public name it would hide: the
     # names a real run (with its feed and report, which goes under the state) writes at the top.
@@ -348,7 +345,7 @@ def test_private_state_and_lease_are_never_served(template: dict[str, Any],
     assert {"sitemap_index.xml", "robots-sitemaps.txt", "manifest.json", "sitemaps",
             "generations", "feed.atom"} <= served, served
     assert "report.html" not in served  # internal: under the state prefix
-    assert {n for n in served if n.startswith("_")} == {state_folder, LEASE_KEY}, served
+    assert {n for n in served if n.startswith(("_", "."))} == {LEASE_KEY}, served
 
 
 def _top_level_names_of_a_run(tmp: Path) -> set[str]:
@@ -358,8 +355,7 @@ def _top_level_names_of_a_run(tmp: Path) -> set[str]:
     inv = write_inventory(tmp / "inv.parquet", {"url": ["https://www.example.com/a"]})
     run(RunOptions(inventory=str(inv), site_url="https://www.example.com/", out=str(tmp / "out"),
                    feed_days=7, report=True, lease_seconds=60))
-    # (A local output's lock file, `.lock`, exists only in a folder, never on S3.)
-    return {p.name for p in (tmp / "out").iterdir() if not p.name.startswith(".")}
+    return {p.name for p in (tmp / "out").iterdir()}
 
 
 def test_live_manifest_is_only_written_conditionally(template: dict[str, Any]) -> None:
@@ -380,9 +376,12 @@ PIPELINE_ACTIONS = {
     "kms:Decrypt", "kms:GenerateDataKey",
 }
 WRITE_ACTIONS = {"s3:PutObject", "s3:DeleteObject", "s3:AbortMultipartUpload"}
-OWN_OBJECTS = {"${SitemapBucket.Arn}/${SitemapsPrefix}/*", "${SitemapBucket.Arn}/${StatePrefix}/*"}
+#: The output's prefix and the state's: StatePrefix, else the default beside the output.
+OWN_OBJECTS = {"${SitemapBucket.Arn}/${SitemapsPrefix}/*", "${SitemapBucket.Arn}/${StatePrefix}/*",
+               "${SitemapBucket.Arn}/${SitemapsPrefix}.state/*"}
 OWN_PREFIXES = {"${SitemapsPrefix}", "${SitemapsPrefix}/", "${SitemapsPrefix}/*",
-                "${StatePrefix}", "${StatePrefix}/", "${StatePrefix}/*"}
+                "${StatePrefix}", "${StatePrefix}/", "${StatePrefix}/*",
+                "${SitemapsPrefix}.state", "${SitemapsPrefix}.state/", "${SitemapsPrefix}.state/*"}
 
 
 def test_pipeline_policy_is_limited_to_its_prefixes(template: dict[str, Any]) -> None:

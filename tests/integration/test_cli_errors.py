@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from pipeline.demo import make_inventory
+from pipeline.layout import default_state
 from tests.output_check import read_output, write_inventory
 
 pytestmark = pytest.mark.integration
@@ -152,7 +153,7 @@ def test_diff_json_names_no_deleted_file(tmp_path: Path, inventory: Path) -> Non
     out = tmp_path / "out"
     assert sitemaps("run", "--inventory", str(inventory), "--site-url", SITE,
                     "--out", str(out)).returncode == 0
-    for args in (["--out", str(out)], ["--state", str(out / "_state"), "--site-url", SITE]):
+    for args in (["--out", str(out)], ["--state", default_state(str(out)), "--site-url", SITE]):
         proc = sitemaps("diff", "--inventory", str(inventory), *args, "--json")
         assert proc.returncode == 0, proc.stderr
         for path in re.findall(r'"(/[^"]+)"', proc.stdout):
@@ -167,7 +168,8 @@ def test_demo_writes_what_a_run_writes(tmp_path: Path) -> None:
     for name in ("sitemap_index.xml", "feed.atom", "robots-sitemaps.txt"):
         assert (out / name).is_file(), name
     # The run report is internal: under the state prefix, where the demo says it is.
-    (report,) = (out / "_state" / "generations").glob("*/report.html")
+    (report,) = Path(default_state(str(out)), "generations").glob("*/report.html")
+    assert str(report) in proc.stdout
     assert "feed.atom" in (out / "robots-sitemaps.txt").read_text()
     inventory = tmp_path / "demo-inventory" / "inventory.parquet"
     assert inventory.is_file()

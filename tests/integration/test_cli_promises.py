@@ -88,7 +88,7 @@ def test_too_many_rejects_exit_5_and_write_nothing(tmp_path: Path,
     assert code == 5
     one_error(err, "rejected")
     assert not (out / "manifest.json").exists()
-    kept = list((out / "_state" / "refused").glob("*/rejects.parquet"))
+    kept = list((tmp_path / "out.state" / "refused").glob("*/rejects.parquet"))
     assert len(kept) == 1 and f"the rejected rows are in {kept[0]};" in err, err
     table = pq.read_table(kept[0]).to_pylist()
     assert sorted(r["url"] for r in table if r["reason"] == "not_http") == sorted(ftp)
@@ -106,7 +106,7 @@ def test_too_many_rejects_exit_5_and_write_nothing(tmp_path: Path,
     found = re.search(r"the rejected rows are in (\S+);", err)
     assert found and Path(found[1]).is_absolute() and not Path(found[1]).is_relative_to(out)
     assert len(pq.read_table(found[1])) == 11
-    assert list((out / "_state" / "refused").glob("*/rejects.parquet")) == kept  # nothing new
+    assert list((tmp_path / "out.state" / "refused").glob("*/rejects.parquet")) == kept  # nothing new
     code, printed, err = cli(capsys, *dry, "--max-reject-share", "0.12")
     assert code == 0 and "would publish 89 URLs" in printed, err
 
@@ -265,7 +265,7 @@ def test_gc_keeps_the_newest_generations_and_deletes_the_rest(
     assert all(k in dry for k in gone)  # the dry run listed exactly these, and kept them
     folders = {k.split("/")[1] for k in left if k.startswith("generations/")}
     assert folders == {gens[2][0], gens[3][0]}
-    state = {k.split("/")[2] for k in left if k.startswith("_state/generations/")}
+    state = {p.parent.name for p in (tmp_path / "out.state" / "generations").glob("*/*")}
     assert state == {gens[2][0], gens[3][0]}  # old state goes with its generation
     read_output(str(out))
 

@@ -21,6 +21,7 @@ from pipeline import storage
 from pipeline.cli import main
 from pipeline.errors import ConfigError, PublishConflict
 from pipeline.gc import gc
+from pipeline.layout import default_state, legacy_state
 from pipeline.run import run
 from pipeline.status import repair, rollback, status
 from tests.integration.test_publish_s3 import SITE, T0, inventory, opts
@@ -129,7 +130,7 @@ def _two_generations(tmp_path: Path, out: str) -> tuple[str, str]:
 
 
 def _gc_everything_it_may(out: str) -> Any:
-    return gc(out, storage.join(out, "_state"), keep=1, grace_hours=0, keep_days=0)
+    return gc(out, default_state(out), keep=1, grace_hours=0, keep_days=0)
 
 
 def test_a_rollback_whose_target_gc_has_marked_refuses(
@@ -173,7 +174,7 @@ def test_gc_spares_the_generation_a_rollback_has_pinned(
     st = status(out, deep=True)
     assert st.ok and st.live == a and not st.missing_files, st
     store = storage.open_storage(out)
-    assert store.exists(f"_state/generations/{a}/snapshot.parquet")
+    assert storage.open_storage(default_state(out)).exists(f"generations/{a}/snapshot.parquet")
     assert not store.exists(f"generations/{a}/pinned.json")
     # The next run diffs against a's snapshot.
     again = run(opts(inventory(tmp_path, 100, "a.parquet"), out,
@@ -186,10 +187,27 @@ def test_another_outputs_default_state_is_refused_and_a_copied_output_runs(
     a, b = tmp_path / "a", str(tmp_path / "b")
     inv = inventory(tmp_path, 100)
     run(opts(inv, str(a)))
-    assert not (a / "_state" / "owner.json").exists()  # the default state is a's by place
-    with pytest.raises(ConfigError, match=rf"belongs to output {a} \(its default state\)"):
-        run(opts(inv, b, state=str(a / "_state")))
+    state = Path(default_state(str(a)))
+    assert not (state / "owner.json").exists()  # the default state is a's by place
+    # Either name of a's default state: the sibling, or the older folder below it.
+    for other in (str(state), legacy_state(str(a))):
+        with pytest.raises(ConfigError, match=rf"belongs to output {a} \(its default state\)"):
+            run(opts(inv, b, state=other))
     # A copy of an output with its default state is an output of its own.
+    shutil.copytree(a, tmp_path / "copy")
+    shutil.copytree(state, default_state(str(tmp_path / "copy")))
+    again = run(opts(inv, str(tmp_path / "copy"), run_time=T0 + timedelta(hours=1)))
+    assert not again["published"] and again["counts"]["unchanged"] == 100
+
+
+def test_a_copied_output_with_its_older_state_below_it_runs(tmp_path: Path) -> None:
+    """An older version's default state, `<out>/_state`, travels with a copy of the output
+    and is its own there too (nothing is recorded in it)."""
+    a = tmp_path / "a"
+    inv = inventory(tmp_path, 100)
+    run(opts(inv, str(a), state=legacy_state(str(a))))
+    assert not (a / "_state" / "owner.json").exists()
     shutil.copytree(a, tmp_path / "copy")
     again = run(opts(inv, str(tmp_path / "copy"), run_time=T0 + timedelta(hours=1)))
     assert not again["published"] and again["counts"]["unchanged"] == 100
+    assert not Path(default_state(str(tmp_path / "copy"))).exists()

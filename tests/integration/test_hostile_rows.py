@@ -8,6 +8,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from pipeline.layout import default_state
 from pipeline.run import RunOptions, run
 from tests.output_check import read_output, write_inventory
 
@@ -124,7 +125,7 @@ def test_invalid_utf8_rows_are_rejected_not_fatal(tmp_path: Path) -> None:
     assert rejects == [(SITE + "p/\\xff\\xfe", "invalid_utf8"), (SITE + "p/3", "invalid_utf8")]
     # rows that needed cleaning have no input identity: none is recorded (the next run of
     # them does the work)
-    assert not (out / "_state" / "input-identity.json").exists()
+    assert not Path(default_state(str(out)), "input-identity.json").exists()
 
 
 # Issue 40, item 6: one hostile value per facet of the vendored XSDs (and hreflang's rule).

@@ -163,8 +163,8 @@ def test_state_defaults_beside_out_and_can_move(tmp_path: Path) -> None:
     rows = {f"{SITE}a/{i}": (str(i), None) for i in range(5)}
     s = Site(str(tmp_path / "out"), tmp_path, rows, Limits())
     s.publish(T0)
-    assert list((tmp_path / "out" / "_state" / "generations").glob("*/snapshot.parquet"))
+    assert list((tmp_path / "out.state" / "generations").glob("*/snapshot.parquet"))
     s2 = Site(str(tmp_path / "out2"), tmp_path, rows, Limits())
     s2.publish(T0, state=str(tmp_path / "elsewhere"))
     assert list((tmp_path / "elsewhere" / "generations").glob("*/snapshot.parquet"))
-    assert not os.path.exists(tmp_path / "out2" / "_state")
+    assert not os.path.exists(tmp_path / "out2.state")

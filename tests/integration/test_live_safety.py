@@ -24,6 +24,7 @@ from pipeline import lease, publish, steps, storage
 from pipeline.cli import main
 from pipeline.errors import LiveStateCorrupt, PublishConflict
 from pipeline.gc import collect, collect_work_folders, decide, gc, make_work_folder
+from pipeline.layout import default_state
 from pipeline.run import run
 from pipeline.status import repair, status
 from tests.integration.test_publish_s3 import SITE, T0, inventory, opts
@@ -57,7 +58,7 @@ def test_gc_spares_a_shard_a_run_brought_back_after_gc_listed_it(s3_bucket: Any,
     run(opts(inv_b, out, run_time=T0 + timedelta(hours=1), gc_grace_hours=None,
              allow_shrink=True))
     # GC lists and decides: generation A's own shards are unreferenced and "old".
-    decision = decide(out, storage.join(out, "_state"), keep=1, grace_hours=0, keep_days=0)
+    decision = decide(out, default_state(out), keep=1, grace_hours=0, keep_days=0)
     assert keys_a - _shard_keys(out) <= set(decision.doomed) and decision.doomed
     # Meanwhile a run rolls the inventory back: the same content, the same digest keys.
     run(opts(inv_a, out, run_time=T0 + timedelta(hours=2), gc_grace_hours=None))
@@ -80,7 +81,7 @@ def test_gc_grace_counts_from_retirement_not_upload(s3_bucket: Any, tmp_path: Pa
              gc_grace_hours=None))
     only_a = keys_a - _shard_keys(out)
     assert only_a
-    state = storage.join(out, "_state")
+    state = default_state(out)
     # An hour after the swap: a crawler holding A's index still finds every file.
     soon = gc(out, state, keep=1, grace_hours=48, keep_days=0,
               now=real_now + timedelta(days=10, hours=1))
@@ -454,9 +455,9 @@ def test_gc_collects_temporary_files_and_dead_work_folders(tmp_path: Path,
     fresh.write_bytes(b"a write in progress")
     old = (datetime.now(UTC) - timedelta(hours=49)).timestamp()
     os.utime(leftover, (old, old))
-    dry = gc(str(out), str(out / "_state"), dry_run=True)
+    dry = gc(str(out), default_state(str(out)), dry_run=True)
     assert dry.deleted_temporaries == ["sitemaps/.tmp-killed"] and leftover.exists()
-    gc(str(out), str(out / "_state"))
+    gc(str(out), default_state(str(out)))
     assert not leftover.exists() and fresh.exists()
     # Work folders: a dead run's (its lock is free) goes once old; a live run's stays.
     monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
@@ -479,13 +480,14 @@ def test_the_served_manifest_names_no_private_state(s3_bucket: Any, tmp_path: Pa
     run(opts(inv, out))
     run(opts(inventory(tmp_path, 85, "b.parquet"), out, run_time=T0 + timedelta(hours=1)))
     store = storage.open_storage(out)
-    served = [k for k in (o.key for o in store.list("")) if not k.startswith("_state/")
-              and k.endswith((".json", ".xml", ".txt", ".atom", ".html"))]
+    served = [k for k in (o.key for o in store.list(""))
+              if k.endswith((".json", ".xml", ".txt", ".atom", ".html"))]
     assert "manifest.json" in served
     for key in served:
         body = store.read_bytes(key)
-        assert b"_state" not in body and b"s3://" not in body, key
-    # The run still finds its snapshot (from --state): the second run diffed against it.
+        assert b"private.state" not in body and b"s3://" not in body, key
+    # The run still finds its snapshot (in the default state): the second run diffed
+    # against it.
     assert _manifest(out)["counts"]["unchanged"] == 80
 
 
@@ -517,7 +519,7 @@ def test_a_broken_older_generation_manifest_is_reported_and_stops_nothing(
     assert main(["-q", "report", "--out", out, "--generation", a]) == 2
     assert f"cannot report on generation {a}" in capsys.readouterr().err
     # Once it is no longer kept, gc collects as usual.
-    gc(out, storage.join(out, "_state"), keep=1, grace_hours=0, keep_days=0)
+    gc(out, default_state(out), keep=1, grace_hours=0, keep_days=0)
     assert not store.exists(key) and status(out).ok
 
 

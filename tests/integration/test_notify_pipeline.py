@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipeline.config import Limits
+from pipeline.layout import default_state
 from pipeline.notify import FEED_KEY, notify_step, robots_for_output, write_feed
 from pipeline.run import RunOptions, run
 from tests.unit.test_notify_indexnow import Endpoint
@@ -49,7 +50,7 @@ class Site:
     def ctx(self) -> Any:
         """The part of the run context notify reads (a RunContext holds more)."""
         return SimpleNamespace(out=self.out, site_url=SITE, public_url=SITE,
-                               state=f"{self.out}/_state",
+                               state=default_state(self.out),
                                options=SimpleNamespace(limits=self.limits, report_to=None))
 
 
@@ -137,8 +138,9 @@ def test_notify_step_feed_report_and_indexnow(
                          indexnow_endpoint=endpoint.url)
     assert result["feed_entries"] == 35
     # The report is internal: under the state prefix, not the served output.
-    assert (out / "_state" / "generations" / summaries[-1]["generation"] / "report.html").is_file()
-    assert not list(p for p in out.rglob("*.html") if "_state" not in p.parts)
+    assert Path(default_state(str(out)), "generations", summaries[-1]["generation"],
+                "report.html").is_file()
+    assert not list(out.rglob("*.html"))
     # The generation's added, changed and removed URLs, once each, in one POST.
     assert len(endpoint.requests) == 1
     body = endpoint.requests[0]["json"]

@@ -60,10 +60,10 @@ def test_feed_and_report_of_an_s3_output(s3_bucket: Any, tmp_path: Path) -> None
     assert obj["CacheControl"] == "public, max-age=300"
 
     gen = json.loads(c.get_object(Bucket=s3_bucket.name, Key="out/manifest.json")["Body"].read())
-    key = f"_state/generations/{gen['generation']}/{REPORT_KEY}"
+    key = f"out.state/generations/{gen['generation']}/{REPORT_KEY}"
     # Internal: under the state prefix, nothing under the served output.
-    assert write_report(out) == f"{out}/{key}"
+    assert write_report(out) == s3_bucket.url(key)
     assert not [o for o in c.list_objects_v2(Bucket=s3_bucket.name, Prefix="out/")["Contents"]
-                if o["Key"].endswith(".html") and not o["Key"].startswith("out/_state/")]
-    head = c.head_object(Bucket=s3_bucket.name, Key=f"out/{key}")
+                if o["Key"].endswith(".html")]
+    head = c.head_object(Bucket=s3_bucket.name, Key=key)
     assert head["ContentType"] == "text/html; charset=utf-8"

@@ -21,6 +21,7 @@ from pipeline import steps, storage
 from pipeline.config import Limits
 from pipeline.errors import PublishConflict, ShrinkRefused, StorageError, TransientError
 from pipeline.gc import gc
+from pipeline.layout import STATE_SUFFIX, default_state
 from pipeline.run import RunOptions, run
 from pipeline.status import status
 from tests.output_check import read_output, write_inventory
@@ -107,8 +108,7 @@ def test_end_to_end_on_s3(s3_bucket: Any, tmp_path: Path) -> None:
     again = run(opts(s3_bucket.url("inventory/"), out, run_time=T0 + timedelta(days=1)))
     assert again["published"] is False and again["counts"]["shards_written"] == 0
     after = {o.key: o.modified for o in storage.open_storage(out).list("")}
-    assert {k: v for k, v in after.items() if not k.startswith("_state/")} == {
-        k: v for k, v in before.items() if not k.startswith("_state/")}
+    assert after == before
 
 
 def test_sliced_plan_with_work_files_on_s3(s3_bucket: Any, tmp_path: Path,
@@ -204,13 +204,16 @@ def _live(out: str) -> tuple[str, dict[str, Any]]:
 
 
 def _copy_prefix(bucket: Any, src: str, dst: str) -> None:
-    """A server-side copy of every object under `src/` to `dst/` (an output and its state)."""
-    pages = bucket.client.get_paginator("list_objects_v2").paginate(
-        Bucket=bucket.name, Prefix=f"{src}/")
-    for page in pages:
-        for obj in page.get("Contents", []):
-            bucket.client.copy_object(Bucket=bucket.name, Key=f"{dst}/{obj['Key'][len(src) + 1:]}",
-                                      CopySource={"Bucket": bucket.name, "Key": obj["Key"]})
+    """A server-side copy of every object under `src/` to `dst/`, and of its default state
+    beside it (`src.state/` to `dst.state/`): an output and its state."""
+    for a, b in ((src, dst), (src + STATE_SUFFIX, dst + STATE_SUFFIX)):
+        pages = bucket.client.get_paginator("list_objects_v2").paginate(
+            Bucket=bucket.name, Prefix=f"{a}/")
+        for page in pages:
+            for obj in page.get("Contents", []):
+                bucket.client.copy_object(
+                    Bucket=bucket.name, Key=f"{b}/{obj['Key'][len(a) + 1:]}",
+                    CopySource={"Bucket": bucket.name, "Key": obj["Key"]})
 
 
 def test_fault_at_every_request_of_a_publish(s3_bucket: Any, tmp_path: Path,
@@ -401,7 +404,7 @@ def test_gc_keeps_what_kept_generations_reference(s3_bucket: Any, tmp_path: Path
                              gc_grace_hours=None))["generation"])
     store = storage.open_storage(out)
     shard_keys = {o.key for o in store.list("sitemaps/")}
-    state = storage.join(out, "_state")
+    state = default_state(out)
     kept = gc(out, state, keep=2, grace_hours=48, dry_run=False, keep_days=0)
     assert kept.deleted == []  # everything is younger than the grace period
     dry = gc(out, state, keep=2, grace_hours=0, dry_run=True, keep_days=0)
@@ -500,7 +503,7 @@ def test_gc_aborts_abandoned_multipart_uploads(s3_bucket: Any) -> None:
                                 Body=b'{"generation": "g", "history": ["g"], "sitemaps": [], '
                                      b'"indexes": []}')
     s3_bucket.client.create_multipart_upload(Bucket=s3_bucket.name, Key="mp/sitemaps/x.xml.gz")
-    result = gc(out, storage.join(out, "_state"), grace_hours=0,
+    result = gc(out, default_state(out), grace_hours=0,
                 now=datetime.now(UTC) + timedelta(minutes=1))
     assert result.aborted_uploads == 1
     assert not s3_bucket.client.list_multipart_uploads(Bucket=s3_bucket.name).get("Uploads")
@@ -536,7 +539,7 @@ def test_gc_keeps_a_week_of_generations_for_the_feed(s3_bucket: Any, tmp_path: P
                  run_time=T0 + timedelta(days=3 * i), gc_grace_hours=None))
     gens = [json.loads(storage.open_storage(out).read_bytes(
         "manifest.json"))["history"]][0]
-    result = gc(out, storage.join(out, "_state"), keep=1, grace_hours=0, dry_run=True,
+    result = gc(out, default_state(out), keep=1, grace_hours=0, dry_run=True,
                 now=T0 + timedelta(days=9, hours=1))
     # keep=1 keeps the live one (day 9); keep_days=7 adds days 6 and 3, not day 0.
     assert sorted(result.kept_generations) == sorted(gens)[1:] and len(gens) == 4

@@ -66,8 +66,8 @@ def test_report_shows_counts_charts_sections_and_trend(tmp_path: Path) -> None:
     uri = write_report(out, limits=LIMITS)
     gen = summaries[-1]["generation"]
     # Internal: beside the generation's private state, nothing under the served output.
-    assert uri == f"{out}/_state/generations/{gen}/{REPORT_KEY}"
-    assert [p for p in Path(out).rglob("*.html") if "_state" not in p.parts] == []
+    assert uri == f"{out}.state/generations/{gen}/{REPORT_KEY}"
+    assert list(Path(out).rglob("*.html")) == []
     page = Path(uri).read_text(encoding="utf-8")
     assert read_report(out, gen) == page.encode("utf-8")
     doc = lxml_html.fromstring(page)
@@ -127,7 +127,7 @@ def test_an_older_generation_keeps_its_own_report(tmp_path: Path) -> None:
     out, summaries = publish_two(tmp_path)
     first = summaries[0]["generation"]
     uri = write_generation_report(out, first)
-    assert uri == f"{out}/_state/generations/{first}/{REPORT_KEY}"
+    assert uri == f"{out}.state/generations/{first}/{REPORT_KEY}"
     page = Path(uri).read_text(encoding="utf-8")
     assert first in page and summaries[1]["generation"] not in page
     assert not Path(out, REPORT_KEY).exists()  # nothing served

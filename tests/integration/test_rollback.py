@@ -18,6 +18,7 @@ from pipeline import steps, storage
 from pipeline.cli import main
 from pipeline.errors import PublishConflict
 from pipeline.gc import gc
+from pipeline.layout import default_state
 from pipeline.run import run
 from pipeline.status import repair, rollback, status
 from tests.integration.test_publish_s3 import T0, inventory, opts
@@ -63,9 +64,9 @@ def test_rollback_makes_the_previous_generation_live_and_the_next_run_diffs_agai
 
     # GC with no grace and one generation kept: what the live generation serves stays,
     # and generation b's files go, so rolling forward to b is refused before any swap.
-    gc(out, storage.join(out, "_state"), keep=1, grace_hours=0, keep_days=0)
+    gc(out, default_state(out), keep=1, grace_hours=0, keep_days=0)
     assert status(out, deep=True).ok
-    assert store.exists(f"_state/generations/{a}/snapshot.parquet")
+    assert storage.open_storage(default_state(out)).exists(f"generations/{a}/snapshot.parquet")
     etag = store.read_with_etag("manifest.json")[1]
     assert main(["rollback", "--out", out, "--to", b]) == 2
     err = capsys.readouterr().err
@@ -112,13 +113,13 @@ def test_rollback_refuses_what_is_not_kept_or_not_intact(s3_bucket: Any, tmp_pat
         assert main(["rollback", "--out", out]) == 2
         assert "missing or of another size" in capsys.readouterr().err
     store.write_bytes(shard, body)
-    snap = f"_state/generations/{a}/snapshot.parquet"
-    data = store.read_bytes(snap)
-    store.write_bytes(snap, data[: len(data) // 2])
+    state, snap = storage.open_storage(default_state(out)), f"generations/{a}/snapshot.parquet"
+    data = state.read_bytes(snap)
+    state.write_bytes(snap, data[: len(data) // 2])
     assert main(["rollback", "--out", out]) == 2
     assert "its snapshot" in capsys.readouterr().err
     assert store.read_with_etag("manifest.json")[1] == etag
-    store.write_bytes(snap, data)
+    state.write_bytes(snap, data)
     assert rollback(out).live == a
 
 
@@ -205,7 +206,7 @@ def test_a_rollback_racing_a_publish(s3_bucket: Any, tmp_path: Path, before_comm
     assert st.ok and not st.missing_files, st
     # Nothing the winner serves is lost to GC (no grace, one generation kept), and the next
     # run diffs against the winner's snapshot.
-    gc(out, storage.join(out, "_state"), keep=1, grace_hours=0, keep_days=0)
+    gc(out, default_state(out), keep=1, grace_hours=0, keep_days=0)
     assert status(out, deep=True).ok
     n, start = (110, 30) if winner == "publish" else (100, 0)
     again = run(opts(inventory(tmp_path, n, "again.parquet", start), out,

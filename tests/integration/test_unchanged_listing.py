@@ -56,7 +56,7 @@ def test_the_same_local_file_is_decided_from_its_listing(tmp_path: Path) -> None
     inv, out = _write(tmp_path / "inv.parquet", _rows()), str(tmp_path / "out")
     first = _run(inv, out, 0)
     assert first["published"]
-    record = json.loads((tmp_path / "out" / "_state" / "input-identity.json").read_text())
+    record = json.loads((tmp_path / "out.state" / "input-identity.json").read_text())
     assert [f[0] for f in record["inventory"]["files"]] == [inv]
     assert record["inventory"]["row_sums"][0] == ROWS
 
@@ -111,7 +111,7 @@ def test_an_unchanged_run_checks_the_snapshot_it_does_not_read_by_its_size(
         tmp_path: Path) -> None:
     inv, out = _write(tmp_path / "inv.parquet", _rows()), str(tmp_path / "out")
     _run(inv, out, 0)
-    (snapshot,) = (tmp_path / "out" / "_state" / "generations").rglob("snapshot.parquet")
+    (snapshot,) = (tmp_path / "out.state" / "generations").rglob("snapshot.parquet")
     raw = snapshot.read_bytes()
     # damaged in place, the same size: an unchanged run reads no snapshot row and goes on;
     # the first run that reads it (a changed inventory) refuses it, whole-file checked

@@ -13,6 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from pipeline.layout import default_state
 from pipeline.run import RunOptions, run
 
 pytestmark = pytest.mark.integration
@@ -27,8 +28,10 @@ def _write(path: Path, rows: list[tuple[str, datetime | None]]) -> str:
     return str(path)
 
 
-def _files(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
+def _files(out: Path) -> dict[str, bytes]:
+    """Every file of the output and of its default state, by its path from their folder."""
+    return {str(p.relative_to(out.parent)): p.read_bytes()
+            for root in (out, Path(default_state(str(out)))) for p in sorted(root.rglob("*"))
             if p.is_file() and "/leases/" not in str(p)}
 
 
@@ -45,7 +48,7 @@ def test_the_same_rows_again_change_nothing(tmp_path: Path) -> None:
     first = _run(inv, out, T0)
     assert first["published"] and not first.get("unchanged")
     live = _files(out)
-    assert (out / "_state" / "input-identity.json").exists()
+    assert Path(default_state(str(out)), "input-identity.json").exists()
 
     # the next night: the same file, then the same rows re-exported in another order
     again = _run(inv, out, T0 + timedelta(days=1))
@@ -59,7 +62,7 @@ def test_the_same_rows_again_change_nothing(tmp_path: Path) -> None:
     assert reordered["unchanged"]
     # not one byte written, not even the feed or the report; only the identity's record
     # takes the rewritten file's new listing (pipeline.unchanged), of the same identity
-    record = "_state/input-identity.json"
+    record = "out.state/input-identity.json"
     now = _files(out)
     assert {k: v for k, v in now.items() if k != record} == \
         {k: v for k, v in live.items() if k != record}
@@ -172,7 +175,7 @@ def test_a_truncated_identity_record_is_no_record(tmp_path: Path,
     rows: list[tuple[str, datetime | None]] = [(f"{SITE}a/{i:04d}", T0) for i in range(50)]
     inv, out = _write(tmp_path / "inv.parquet", rows), tmp_path / "out"
     first = _run(inv, out, T0)
-    record = out / "_state" / "input-identity.json"
+    record = Path(default_state(str(out)), "input-identity.json")
     record.write_bytes(record.read_bytes()[:20])
     with caplog.at_level("WARNING"):
         again = _run(inv, out, T0 + timedelta(days=1))

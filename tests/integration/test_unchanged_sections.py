@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from pipeline.layout import default_state
 from pipeline.run import RunOptions, run
 from pipeline.settings import Limits
 
@@ -43,7 +44,7 @@ def _run(inv: str, out: Path, when: datetime) -> dict[str, Any]:
 
 def _published(out: Path, result: dict[str, Any]) -> dict[str, Any]:
     """What a run published and stored, but for its generation's id and timings."""
-    state = out / "_state" / "generations" / result["generation"]
+    state = Path(default_state(str(out)), "generations", result["generation"])
 
     def rows(name: str) -> list[dict[str, Any]]:
         return sorted(pq.read_table(state / name).to_pylist(), key=lambda r: r["url"])
@@ -75,8 +76,9 @@ def _twice(tmp_path: Path, first: list[Row], second: list[Row],
     out = tmp_path / "out"
     _run(inv, out, T0)
     plain = tmp_path / "plain"
-    shutil.copytree(out, plain)
-    (plain / "_state" / "input-identity.json").unlink()  # no record: every section is done
+    shutil.copytree(out, plain)  # with its state, beside it
+    shutil.copytree(default_state(str(out)), default_state(str(plain)))
+    Path(default_state(str(plain)), "input-identity.json").unlink()  # no record: every section is done
     _write(tmp_path / "inv.parquet", second)
     caplog.clear()
     with caplog.at_level(logging.INFO, logger="pipeline"):

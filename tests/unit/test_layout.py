@@ -3,7 +3,12 @@ generations: pipeline.layout builds them, and they do not change."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+
 from pipeline import layout
+from pipeline.errors import ConfigError
 from pipeline.w3c import format_w3c, parse_w3c
 
 
@@ -18,12 +23,37 @@ def test_the_served_names() -> None:
 
 
 def test_the_state_names() -> None:
-    assert layout.default_state("s3://b/site/") == "s3://b/site/_state"
-    assert layout.default_state("/srv/out") == "/srv/out/_state"
+    """The default state is the output's sibling, outside what is served."""
+    assert layout.default_state("s3://b/site/") == "s3://b/site.state"
+    assert layout.default_state("s3://b/a/site") == "s3://b/a/site.state"
+    assert layout.default_state("/srv/out") == "/srv/out.state"
+    assert layout.default_state("/srv/out/") == "/srv/out.state"
+    assert layout.default_state("file:///srv/out") == "/srv/out.state"
+    assert layout.legacy_state("s3://b/site/") == "s3://b/site/_state"
+    assert layout.legacy_state("/srv/out") == "/srv/out/_state"
     assert [layout.state_file_key("g", n) for n in layout.STATE_FILES] == [
         "generations/g/snapshot.parquet", "generations/g/rejects.parquet",
         "generations/g/changes.parquet"]
     assert layout.generation_key("g", layout.REPORT_KEY) == "generations/g/report.html"
+
+
+def test_a_relative_output_has_its_state_beside_it(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert layout.default_state("out") == str(tmp_path / "out.state")
+    assert layout.default_state(".") == str(tmp_path) + ".state"
+
+
+@pytest.mark.parametrize("out", ["s3://b", "s3://b/", "s3://b//"])
+def test_the_root_of_a_bucket_has_no_default_state(out: str) -> None:
+    with pytest.raises(ConfigError, match="^--out is the root of bucket b: give --state, a "
+                                          "private prefix or bucket$"):
+        layout.default_state(out)
+
+
+def test_the_filesystem_root_has_no_default_state() -> None:
+    with pytest.raises(ConfigError, match="^--out is the filesystem root /: give --state"):
+        layout.default_state("/")
 
 
 def test_the_work_names() -> None:

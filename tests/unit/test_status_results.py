@@ -3,6 +3,8 @@ their dicts: the same keys, in the same order, the optional ones only when set."
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from pipeline.gc import GcResult
 from pipeline.status import KeptGeneration, RepairResult, RollbackResult, Status
 
@@ -53,3 +55,20 @@ def test_a_state_below_out_is_warned_of_and_one_beside_it_is_not() -> None:
     assert served_state_warning("s3://b/www", "s3://b/www/private/state/") is not None
     for elsewhere in ("s3://b/www-state", "s3://b-private/www/_state", "s3://b/other/_state"):
         assert served_state_warning("s3://b/www/", elsewhere) is None, elsewhere
+
+
+def test_the_default_state_is_warned_of_only_in_its_older_place(tmp_path: Path) -> None:
+    """No --state: an older `<out>/_state` that holds a state is served with the output;
+    the default `<out>.state` is beside it."""
+    from pipeline.layout import INPUT_IDENTITY_KEY, default_state
+    from pipeline.status import served_state_warning
+
+    out = tmp_path / "out"
+    out.mkdir()
+    assert served_state_warning(str(out), None) is None
+    assert served_state_warning(str(out), default_state(str(out))) is None
+    (out / "_state").mkdir()
+    assert served_state_warning(str(out), None) is None  # an empty folder holds no state
+    (out / "_state" / INPUT_IDENTITY_KEY).write_text("{}")
+    warning = served_state_warning(str(out), None)
+    assert warning is not None and str(out / "_state") in warning
