@@ -167,8 +167,8 @@ def status(out_uri: str, deep: bool = False, state_uri: str | None = None) -> St
 
     `ok` is false when a file the live manifest lists is missing or of another size (one
     listing per folder), with `deep` when a shard's sha256 differs, or when the root index
-    does not match the live generation's. `warnings`: the state (`state_uri`, default
-    resolve_state's) below --out, served with it unless the server leaves it out.
+    does not match the live generation's. `warnings`: the state (`state_uri`, or an older
+    `<out>/_state` in use) below --out, served with it unless the server leaves it out.
     """
     live = read_live(out_uri)
     if live.manifest is None:
