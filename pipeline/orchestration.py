@@ -276,10 +276,10 @@ def begin(site: SiteConfig) -> dict[str, Any]:
     params = context["params"]
     per_run = {f.name: bool(params[f.name]) for f in dataclasses.fields(RunOptions)
                if f.metadata["option"].param}
-    opts = site.run_options(
-        run_id=work_folder_name(site.dag_id, context["run_id"]), run_time=run_time(context), **per_run,
-        check_writable=not params["dry_run"])  # a dry run writes nothing to out
-    with step(site):
+    with step(site):  # the site's state is found on its storage, through its connection
+        opts = site.run_options(
+            run_id=work_folder_name(site.dag_id, context["run_id"]), run_time=run_time(context),
+            **per_run, check_writable=not params["dry_run"])  # a dry run writes nothing to out
         ctx = dataclasses.replace(steps.begin(opts), dry_run=bool(params["dry_run"]))
     log.info("%s", ctx.summary())
     return ctx.to_dict()
