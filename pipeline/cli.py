@@ -88,7 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run_args(p)
 
     p = add("demo", "make a synthetic inventory and publish its sitemaps locally, as run does "
-                    "(sitemaps, feed.atom, and the run report under _state/)",
+                    "(sitemaps and feed.atom; the run report in <out>.state/)",
             "sitemaps demo --urls 100000 --out sitemaps-demo")
     p.add_argument("--urls", type=int, default=1_000_000, metavar="N",
                    help="inventory rows (default 1,000,000)")
