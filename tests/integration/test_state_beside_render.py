@@ -18,6 +18,7 @@ from pipeline import run as run_module
 from pipeline import sql, steps
 from pipeline.config import Limits
 from pipeline.integrity import describe, version_of
+from pipeline.layout import default_state
 from pipeline.run import RunOptions, run
 from tests.output_check import read_output, write_inventory
 
@@ -42,7 +43,7 @@ def _state_files(out: Path, generation: str) -> dict[str, Any]:
     """The generation's state files: their bytes, but the changes' rows, sorted. The diff
     writes those in no set order (a first run reads its buckets of sections on two threads),
     and every reader orders them itself (the feed, IndexNow)."""
-    folder = out / "_state" / "generations" / generation
+    folder = Path(default_state(str(out))) / "generations" / generation
     return {p.name: sorted(pq.read_table(p).to_pylist(), key=lambda r: r["url"])
             if p.name == "changes.parquet" else p.read_bytes()
             for p in sorted(folder.glob("*.parquet"))}
@@ -88,7 +89,7 @@ def test_publish_records_the_stored_state_and_stores_a_plan_made_again(tmp_path:
     ctx = _planned(tmp_path, inv, out, T0)
     stored = steps.state_step(ctx)
     assert stored.snapshot_rows == 1_000 and not stored.deferred
-    snapshot = out / "_state" / "generations" / ctx.generation / "snapshot.parquet"
+    snapshot = Path(default_state(str(out))) / "generations" / ctx.generation / "snapshot.parquet"
     written = snapshot.stat().st_mtime_ns
     rendered = steps.render_step(ctx, None)
     summary = steps.publish_step(ctx, [rendered.uri])
@@ -105,7 +106,7 @@ def test_publish_records_the_stored_state_and_stores_a_plan_made_again(tmp_path:
     inv2 = _inventory(tmp_path, 1_200, "inv2.parquet")
     ctx = _planned(tmp_path, inv2, out, T0 + timedelta(hours=1))
     steps.state_step(ctx)
-    snapshot = out / "_state" / "generations" / ctx.generation / "snapshot.parquet"
+    snapshot = Path(default_state(str(out))) / "generations" / ctx.generation / "snapshot.parquet"
     snapshot.write_bytes(b"not the plan's snapshot")
     steps.plan_step(ctx)
     rendered = steps.render_step(ctx, None)
@@ -130,7 +131,7 @@ def test_no_shard_to_render_leaves_the_state_to_publish(tmp_path: Path) -> None:
     summary = steps.publish_step(ctx, [steps.render_step(ctx, None).uri])
     steps.finish(ctx)
     assert not summary.published and summary.generation == first["generation"]
-    assert not (out / "_state" / "generations" / ctx.generation).exists()
+    assert not (Path(default_state(str(out))) / "generations" / ctx.generation).exists()
 
 
 def test_a_first_runs_changes_are_written_with_its_snapshot(tmp_path: Path) -> None:
@@ -146,7 +147,7 @@ def test_a_first_runs_changes_are_written_with_its_snapshot(tmp_path: Path) -> N
     ctx = _planned(tmp_path, inv, out, T0)
     assert json.loads((Path(ctx.work) / "diff.json").read_text())["changes_uris"] == []
     assert steps.state_step(ctx).snapshot_rows == n
-    folder = out / "_state" / "generations" / ctx.generation
+    folder = Path(default_state(str(out))) / "generations" / ctx.generation
     con = sql.connect()
     changes = con.sql(f"SELECT * FROM '{folder / 'changes.parquet'}'")
     assert [str(t) for t in changes.types] == ["VARCHAR", "VARCHAR", "TIMESTAMP WITH TIME ZONE"]
@@ -164,6 +165,6 @@ def test_a_first_runs_changes_are_written_with_its_snapshot(tmp_path: Path) -> N
     steps.publish_step(ctx, [steps.render_step(ctx, None).uri])
     steps.finish(ctx)
     second = run(_opts(more, out, run_time=T0 + timedelta(hours=1)))
-    folder = out / "_state" / "generations" / second["generation"]
+    folder = Path(default_state(str(out))) / "generations" / second["generation"]
     assert con.sql(f"SELECT url, change FROM '{folder / 'changes.parquet'}'").fetchall() == [
         (f"{SITE}blog/new", "added")]
