@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 
 from pipeline import storage
-from pipeline.errors import StorageError
+from pipeline.errors import ConfigError, StorageError
 from pipeline.layout import WRITE_CHECK_KEY
 from pipeline.storage.s3_errors import NO_CREDENTIALS, MissingCredentials
 
@@ -39,9 +39,16 @@ def check_writable(uri: str, flag: str = "--out") -> None:
                            "can write to") from exc
 
 
-def check_run(inventory: str, out: str, state: str, *, write: bool = True) -> None:
-    """Every check of a run's begin: S3 credentials for any s3:// URI, then (for a run that
-    publishes) that the output and its state can be written."""
+def check_run(inventory: str, out: str, state: str, *, write: bool = True,
+              report_to: str | None = None) -> None:
+    """Every check of a run's begin: a `report_to` outside the served `out`, S3 credentials
+    for any s3:// URI, then (for a run that publishes) that the output and its state can be
+    written."""
+    if report_to and (storage.is_strictly_below(out, report_to)
+                      or storage.canonical_uri(out) == storage.canonical_uri(report_to)):
+        raise ConfigError(f"--report-to {report_to} is in --out {out}, which is served: the "
+                          "run reports (reject counts and examples of rejected rows) would be "
+                          "public; give a private prefix, or leave it out (the state)")
     for uri in (inventory, out, state):
         check_s3_credentials(uri)
     if not write:

@@ -90,7 +90,8 @@ def begin(opts: RunOptions) -> RunContext:
     from pipeline import preflight
 
     state = resolve_state(opts.out, opts.state)  # once: the later steps take ctx.state
-    preflight.check_run(opts.inventory, opts.out, state, write=opts.check_writable)
+    preflight.check_run(opts.inventory, opts.out, state, write=opts.check_writable,
+                        report_to=opts.report_to)
     if opts.check_writable:  # a dry run (`sitemaps diff`) may read any state
         check_owner(opts.out, state, claim=True)
     generation = new_generation_id(run_time)

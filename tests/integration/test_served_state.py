@@ -130,3 +130,17 @@ def test_the_feed_of_an_output_with_a_state_elsewhere_has_its_changes(
                            state=state, run_time=T0 + timedelta(days=day), feed_days=7))
     assert not [r for r in caplog.records if "changes of generation" in r.getMessage()]
     assert (out / "feed.atom").read_text().count("<entry>") == 60
+
+
+@pytest.mark.parametrize("where", ["out/reports", "out"])
+def test_reports_sent_into_the_served_output_are_refused(tmp_path: Path, where: str) -> None:
+    out = tmp_path / "out"
+    code = main(["run", "--inventory", _inventory(tmp_path), "--site-url", SITE,
+                 "--out", str(out), "--report-to", str(tmp_path / where)])
+    assert code == 2  # bad configuration: nothing published, nothing written
+    assert not (out / "manifest.json").exists()
+    assert not list(tmp_path.rglob("report.html"))
+    # beside the output, not in it: a private place of its own
+    assert main(["run", "--inventory", _inventory(tmp_path), "--site-url", SITE,
+                 "--out", str(out), "--report-to", str(tmp_path / "reports")]) == 0
+    assert len(list((tmp_path / "reports").rglob("report.html"))) == 1
