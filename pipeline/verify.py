@@ -23,6 +23,7 @@ import gzip
 import hashlib
 import logging
 import re
+import time
 import urllib.error
 import urllib.request
 import zlib
@@ -45,6 +46,8 @@ DEFAULT_SAMPLE = 20
 DEFAULT_STALE_MINUTES = 15.0
 #: Seconds each request may take.
 TIMEOUT_SECONDS = 30.0
+#: Seconds between two progress lines while the sitemaps are fetched.
+PROGRESS_SECONDS = 10.0
 #: What a gzipped sitemap may be served as (crawlers read the bytes, not the type; any of
 #: these says "binary, not text").
 GZIP_TYPES = ("application/gzip", "application/x-gzip", "application/octet-stream")
@@ -159,9 +162,13 @@ def verify(out_uri: str, site_url: str | None = None, *, shards: int | None = DE
                    now or datetime.now(UTC), result)
     chosen = live["sitemaps"] if shards is None else sample(
         sorted(live["sitemaps"], key=lambda s: s["key"]), shards)
-    for entry in chosen:
-        _check_shard(entry, served_url(entry["url"], site_url), timeout,
-                     result)
+    said = time.monotonic()
+    for n, entry in enumerate(chosen, 1):
+        _check_shard(entry, served_url(entry["url"], site_url), timeout, result)
+        if time.monotonic() - said > PROGRESS_SECONDS:  # `--all` of a large site takes a while
+            said = time.monotonic()
+            log.info("verify: %d of %d sitemaps fetched, %d problem(s) so far", n,
+                     len(chosen), len(result.problems))
     log.info("verify: %d file(s) fetched for generation %s: %d problem(s)", result.checked,
              live["generation"], len(result.problems))
     return result

@@ -199,3 +199,17 @@ def test_an_output_without_its_generations_copy_of_the_index_says_so(
     (copy / index["generation_key"]).unlink()
     result = verify(str(copy), served["sites"]["published"], shards=1)
     assert [p for p in result.problems if "is missing: run sitemaps validate" in p]
+
+
+def test_fetching_every_sitemap_says_how_far_it_got(
+        served: dict, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    from pipeline import verify as verify_module
+
+    monkeypatch.setattr(verify_module, "PROGRESS_SECONDS", 0.0)
+    with caplog.at_level(logging.INFO, logger="pipeline.verify"):
+        verify(served["out"], served["sites"]["published"], shards=None)
+    shards = len(served["manifest"]["sitemaps"])
+    lines = [r.getMessage() for r in caplog.records if "sitemaps fetched" in r.getMessage()]
+    assert lines[-1] == f"verify: {shards} of {shards} sitemaps fetched, 0 problem(s) so far"
