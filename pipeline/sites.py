@@ -18,6 +18,10 @@ live there), plus the DAG's own keys below; plain Python, tested without Airflow
 
     [sites.www.limits]
     max_urls_per_sitemap = 50000
+
+    [sites.www.alerts]              # optional: who is told of a failed or refused run
+    email = ["seo-oncall@example.com"]
+    slack_webhook_conn_id = "slack_seo"
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pipeline.alerts import Alerts, parse_alerts
 from pipeline.errors import ConfigError
 from pipeline.layout import LIVE_MANIFEST_KEY, RUNS_FOLDER, default_state, legacy_state
 from pipeline.settings import (
@@ -66,6 +71,10 @@ class SiteConfig(RunOptions):
         None, "after each publish a verify task fetches the served copy from this site URL "
         "(`sitemaps verify --site-url`) and fails, naming each problem, when it is not as "
         "published (default: no verify task)", flag="")
+    alerts: Alerts | None = option(
+        None, "who is told, by e-mail or Slack, when a run fails, a guard refuses a "
+        "generation or the served copy is wrong (pipeline.alerts; default: no one, and the "
+        "DAG's tasks have no failure callback)", flag="")
 
     @property
     def gc_keep(self) -> int:
@@ -187,8 +196,9 @@ def parse_sites(data: dict[str, Any], source: str = "<sites>") -> list[SiteConfi
         if not isinstance(block, dict):
             raise ConfigError(f"{where} must be a table")
         merged = {**defaults, **block}
-        if "limits" in defaults and "limits" in block:
-            merged["limits"] = {**defaults["limits"], **block["limits"]}
+        for table in ("limits", "alerts"):  # a site's table refines the defaults' one
+            if isinstance(defaults.get(table), dict) and isinstance(block.get(table), dict):
+                merged[table] = {**defaults[table], **block[table]}
         unknown = set(merged) - set(_KEYS)
         if unknown:
             raise ConfigError(f"{where}: unknown keys {sorted(unknown)}; "
@@ -197,7 +207,8 @@ def parse_sites(data: dict[str, Any], source: str = "<sites>") -> list[SiteConfi
         if missing:
             raise ConfigError(f"{where}: missing {sorted(missing)}")
         values: dict[str, Any] = {
-            _KEYS[k]: (_limits(where, v) if k == "limits" else _check_type(where, k, v))
+            _KEYS[k]: (_limits(where, v) if k == "limits" else parse_alerts(where, v)
+                       if k == "alerts" else _check_type(where, k, v))
             for k, v in merged.items()}
         try:
             site = SiteConfig(name=name, **values)

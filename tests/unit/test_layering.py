@@ -83,7 +83,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "notify": ("pipeline.notify",),
     "steps/run/cli": (
         "pipeline.preflight", "pipeline.steps", "pipeline.run", "pipeline.status",
-        "pipeline.orchestration", "pipeline.sites", "pipeline.validate", "pipeline.verify",
+        "pipeline.orchestration", "pipeline.alerts", "pipeline.sites", "pipeline.validate", "pipeline.verify",
         "pipeline.demo",
         "pipeline.cli_notify", "pipeline.cli",
     ),
