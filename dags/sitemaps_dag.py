@@ -70,9 +70,18 @@ rejects, shrink refused, publish conflict, configuration) fails at once, without
 retries: fix the cause and trigger a new run, or clear the failed task. Network
 and throttling errors are retried 3 times with backoff. The live sitemaps stay
 whole whatever fails; a failed run keeps its work files so that clearing its
-failed task resumes it.
+failed task resumes it. {alerts}
 """
 
+
+
+def _alerts_doc(site: SiteConfig) -> str:
+    if site.alerts is None:
+        return "No one is alerted (the site has no `alerts`)."
+    to = [*site.alerts.email, *([f"Slack ({site.alerts.slack_webhook_conn_id})"]
+                                if site.alerts.slack_webhook_conn_id else [])]
+    return (f"A task's last failed try alerts {', '.join(to)} of: "
+            f"{', '.join(site.alerts.events)}.")
 
 
 def build_dag(site: SiteConfig) -> Any:
@@ -90,12 +99,17 @@ def build_dag(site: SiteConfig) -> Any:
         public_url=site.public_url or site.site_url, schedule=site.schedule,
         asset=site.inventory_asset_uri, work=site.work or "<state>/runs", shrink=site.shrink_threshold,
         diff_partitions=site.diff_partitions or "automatic, by DuckDB's memory",
+        alerts=_alerts_doc(site),
         plan_slice_rows=f"{site.plan_slice_rows:,}" if site.plan_slice_rows
         else f"{Environment().plan_slice_rows:,} (the default, `SITEMAPS_PLAN_SLICE_ROWS`)")
+    callbacks = adapter.failure_callbacks(site)
+    alerts = {"on_failure_callback": callbacks} if callbacks else {}
 
     @dag(dag_id=site.dag_id, description=f"Sitemaps of {site.site_url}",
          schedule=AssetOrTimeSchedule(timetable=timetable, assets=[inventory_asset]),
-         start_date=START_DATE, catchup=False, max_active_runs=1, default_args=DEFAULT_ARGS,
+         start_date=START_DATE, catchup=False, max_active_runs=1,
+         # a site's alerts: the failure callbacks of every task (none without alerts)
+         default_args={**DEFAULT_ARGS, **alerts},
          max_active_tasks=adapter.max_active_tasks(),
          tags=["sitemaps", *site.tags], doc_md=doc, params=adapter.params())
     def sitemaps() -> None:

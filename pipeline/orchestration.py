@@ -5,22 +5,26 @@ function here with the site and the run context. This module holds what is about
 S3 settings from an Airflow connection, a TerminalError failing the task at once (no retry
 can help) while a TransientError is left to the task's retries, the run's time and work
 folder from the DAG run, the params of a manual run (dry run, allow shrink, force,
-rollback), and the asset event of a new generation. `pipeline` core never imports this
-module; Airflow is imported inside its functions, so importing it costs nothing.
+rollback), the asset event of a new generation, and the alerts of a failed task (the
+SMTP and Slack providers' notifiers). `pipeline` core never imports this module; Airflow is
+imported inside its functions, so importing it costs nothing.
 """
 
 from __future__ import annotations
 
+import abc
 import contextlib
 import dataclasses
 import hashlib
 import logging
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import quote
 
+from pipeline.alerts import Alert, Failure, alert_for
 from pipeline.context import PublishSummary, RunContext, StepResult
 from pipeline.settings import RunOptions, help_text
 from pipeline.sites import SiteConfig
@@ -459,3 +463,88 @@ def finish(site: SiteConfig, ctx: dict[str, Any]) -> None:
     with step(site):
         steps.finish(RunContext.from_dict(ctx))
     log.info("finish: removed the work files under %s", ctx["work"])
+
+
+class _SiteAlert(abc.ABC):
+    """A failure callback of a site's tasks: the alert of the failure (pipeline.alerts), sent
+    through one provider's notifier. Airflow calls it after a task's last try failed (not on
+    a retry: a stale cache that a retry of verify outlives tells no one); the provider is
+    imported only then. Each channel is its own callback, so one that fails (Airflow logs
+    it) does not keep the other from sending."""
+
+    def __init__(self, site: SiteConfig) -> None:
+        self.site = site
+
+    def __call__(self, context: Any) -> None:
+        alert = alert_for(self.site, failure_of(context))
+        if alert is None:  # an event the site's alerts are not told of
+            return
+        self.send(alert, context)
+        log.info("alert (%s) sent by %s: %s", alert.event, type(self).__name__, alert.subject)
+
+    @abc.abstractmethod
+    def send(self, alert: Alert, context: Any) -> None:
+        """Sends the alert through the channel."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.site.name!r})"
+
+
+class EmailAlert(_SiteAlert):
+    """The alert by e-mail: the SMTP provider's SmtpNotifier, through `alerts.smtp_conn_id`."""
+
+    def send(self, alert: Alert, context: Any) -> None:
+        import html
+
+        from airflow.providers.smtp.notifications.smtp import SmtpNotifier
+
+        alerts = self.site.alerts
+        assert alerts is not None
+        # notify(), not the notifier's call: that would render the text as a Jinja template,
+        # and an error message may hold "{{".
+        SmtpNotifier(to=list(alerts.email), from_email=alerts.from_email,
+                     subject=alert.subject, html_content=f"<pre>{html.escape(alert.text)}</pre>",
+                     smtp_conn_id=alerts.smtp_conn_id).notify(context)
+
+
+class SlackAlert(_SiteAlert):
+    """The alert on Slack: the Slack provider's SlackWebhookNotifier, through the incoming
+    webhook of `alerts.slack_webhook_conn_id`."""
+
+    def send(self, alert: Alert, context: Any) -> None:
+        from airflow.providers.slack.notifications.slack_webhook import SlackWebhookNotifier
+
+        alerts = self.site.alerts
+        assert alerts is not None and alerts.slack_webhook_conn_id
+        notifier = SlackWebhookNotifier(slack_webhook_conn_id=alerts.slack_webhook_conn_id,
+                                        text=f"*{alert.subject}*\n{alert.text}")
+        notifier.notify(context)  # type: ignore[no-untyped-call]  # the provider's is untyped
+
+
+def failure_callbacks(site: SiteConfig) -> list[Callable[[Any], None]]:
+    """The `on_failure_callback` of every task of the site's DAG: one per channel of its
+    alerts; none for a site without alerts (its tasks cost nothing more)."""
+    if site.alerts is None:
+        return []
+    callbacks: list[Callable[[Any], None]] = []
+    if site.alerts.email:
+        callbacks.append(EmailAlert(site))
+    if site.alerts.slack_webhook_conn_id:
+        callbacks.append(SlackAlert(site))
+    return callbacks
+
+
+def failure_of(context: Any) -> Failure:
+    """The failed task as pipeline.alerts describes it, from the callback's context."""
+    from airflow.sdk.configuration import conf
+
+    ti = context["ti"]
+    base_url = str(conf.get("api", "base_url", fallback="http://localhost:8080/")).rstrip("/")
+    map_index = getattr(ti, "map_index", None)
+    return Failure(
+        task_id=ti.task_id, run_id=context["run_id"], error=context.get("exception"),
+        map_index=-1 if map_index is None else int(map_index),
+        log_url=getattr(ti, "log_url", None),
+        # the plugins/ report tab's page of this run (it published, for verify to run)
+        report_url=f"{base_url}/sitemaps-report/{quote(ti.dag_id, safe='')}/"
+                   f"{quote(context['run_id'], safe='')}")

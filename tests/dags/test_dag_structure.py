@@ -34,6 +34,10 @@ inventory_asset = "s3://inventory/shop/"
 out = "s3://sitemaps/shop/"
 aws_conn_id = ""
 verify_url = "https://shop.example.com/"
+
+[sites.shop.alerts]
+email = ["seo-oncall@example.com"]
+slack_webhook_conn_id = "slack_seo"
 """
 
 # Runs in one subprocess with a throwaway AIRFLOW_HOME: for each site config file, describes
@@ -63,6 +67,8 @@ def describe(dag_folder):
             "trigger_rule": getattr(t.trigger_rule, "value", t.trigger_rule),
             "doc_md": t.doc_md or "", "mapped": bool(getattr(t, "is_mapped", False)),
             "outlets": [[a.name, a.uri] for a in t.outlets],
+            "on_failure_callback": [repr(c) for c in t.on_failure_callback or []],
+            "on_retry_callback": [repr(c) for c in t.on_retry_callback or []],
             "upstream": sorted(t.upstream_task_ids)} for t in dag.tasks},
     }
   return out
@@ -154,6 +160,16 @@ def test_one_dag_per_site_with_the_expected_shape(bags: dict[str, dict]) -> None
         # Only announce emits the manifest asset event (it skips a run that changed nothing).
         assert t["announce"]["upstream"] == ["publish"]
         assert [k for k, v in t.items() if v["outlets"]] == ["announce"]
+    # Alerts: every task of a site with them has one failure callback per channel, and no
+    # retry callback; a site without them has no callback at all.
+    for task_id, t in shop["tasks"].items():
+        assert t["on_failure_callback"] == ["EmailAlert('shop')", "SlackAlert('shop')"], task_id
+        assert t["on_retry_callback"] == [], task_id
+    for task_id, t in www["tasks"].items():
+        assert t["on_failure_callback"] == t["on_retry_callback"] == [], task_id
+    assert "alerts seo-oncall@example.com, Slack (slack_seo) of: failed, refused, " \
+        "served_copy_wrong." in shop["doc_md"]
+    assert "No one is alerted" in www["doc_md"]
     assert shop["tasks"]["verify"]["upstream"] == ["publish"]
     assert "sitemaps verify --site-url https://shop.example.com/" in shop["tasks"]["verify"][
         "doc_md"]
