@@ -16,7 +16,13 @@ import shlex
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from pipeline.errors import ConfigError, ServedCopyWrong, ShrinkRefused, TooManyRejects
+from pipeline.errors import (
+    ConfigError,
+    PipelineError,
+    ServedCopyWrong,
+    ShrinkRefused,
+    TooManyRejects,
+)
 
 #: The events a site's alerts may be told of (all of them by default):
 #: `failed`: a task failed for any other reason (after its last retry);
@@ -141,7 +147,7 @@ def cause(error: BaseException | str | None) -> BaseException | str | None:
     AirflowFailException (`raise ... from exc`), so the chain is followed to it."""
     seen: BaseException | None = error if isinstance(error, BaseException) else None
     while seen is not None:
-        if isinstance(seen, ServedCopyWrong | ShrinkRefused | TooManyRejects):
+        if isinstance(seen, PipelineError):
             return seen
         seen = seen.__cause__
     return error

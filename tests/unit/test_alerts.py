@@ -169,6 +169,12 @@ def test_any_other_failure_says_which_task_and_the_errors_first_line() -> None:
     assert "Error: OSError: connection reset by peer\n" in alert.text
     assert "To look: sitemaps status --out s3://sitemaps/www/\n" in alert.text
     assert "Run report" not in alert.text  # a failed run made no report
+    # A TerminalError is named by its own class, not Airflow's that carries it.
+    missing = alert_for(s, Failure("load", "r1", wrapped(InventoryError(
+        "inventory 's3://inv/www/' matches no Parquet file"))))
+    assert missing is not None and missing.subject == "[sitemaps] www: task load failed"
+    assert "Error: InventoryError: inventory 's3://inv/www/' matches no Parquet file\n" in \
+        missing.text
     long = alert_for(s, Failure("load", "r1", "x" * 5000))
     assert long is not None and "Error: " + "x" * 597 + "...\n" in long.text
 
