@@ -1,7 +1,8 @@
 """One sitemap DAG per site of the site file (`pipeline.sites`; see docs/airflow.md).
 
 Each DAG runs the steps of `pipeline.steps` as tasks: rollback (a short circuit: a manual
-run with `rollback_to` rolls back and skips the rest), begin, load, diff_partitions, diff
+run with `rollback_to` rolls back and skips the rest), begin, load_groups, normalize (mapped
+over groups of inventory files), load, diff_partitions, diff
 (mapped over hash partitions of the URLs), diff_counts, plan_slices, plan (mapped over the
 plan's slices), plan_counts, render (mapped over the plan's batches), publish, announce (the
 manifest asset event of a new generation), gc, notify, finish. Each task is one call into
@@ -48,7 +49,9 @@ Publishes the sitemaps of **{site_url}** from the inventory `{inventory}` to `{o
 (served at {public_url}). Runs at `{schedule}` (UTC) and whenever the inventory
 asset `{asset}` is updated. At most one run at a time; no catch-up.
 
-**Stages** (one task each, thin wrappers of `pipeline.steps`): begin, load,
+**Stages** (one task each, thin wrappers of `pipeline.steps`): begin, load_groups
+(cuts the inventory's files into groups of about {load_group_rows} rows), normalize (one
+mapped task per group), load (the duplicates, the counts, the reject guard),
 diff_partitions (how many), diff (one mapped task per hash partition of the URLs;
 partitions: {diff_partitions}), diff_counts (adds the partitions up), plan_slices
 (cuts the plan into slices of about {plan_slice_rows} rows), plan (one mapped task per
@@ -100,6 +103,8 @@ def build_dag(site: SiteConfig) -> Any:
         asset=site.inventory_asset_uri, work=site.work or "<state>/runs", shrink=site.shrink_threshold,
         diff_partitions=site.diff_partitions or "automatic, by DuckDB's memory",
         alerts=_alerts_doc(site),
+        load_group_rows=f"{site.load_group_rows:,}" if site.load_group_rows
+        else f"{Environment().load_group_rows:,} (the default, `SITEMAPS_LOAD_GROUP_ROWS`)",
         plan_slice_rows=f"{site.plan_slice_rows:,}" if site.plan_slice_rows
         else f"{Environment().plan_slice_rows:,} (the default, `SITEMAPS_PLAN_SLICE_ROWS`)")
     callbacks = adapter.failure_callbacks(site)
@@ -121,7 +126,17 @@ def build_dag(site: SiteConfig) -> Any:
         def begin() -> dict[str, Any]:
             return adapter.begin(site)
 
-        @task(doc_md=TASK_DOCS["load"])
+        @task(doc_md=TASK_DOCS["load_groups"])
+        def load_groups(ctx: dict[str, Any]) -> list[int]:
+            return adapter.load_groups(site, ctx)
+
+        @task(doc_md=TASK_DOCS["normalize"], map_index_template="{{ group_label }}")
+        def normalize(ctx: dict[str, Any], group: int) -> dict[str, Any]:
+            return adapter.normalize(site, ctx, group)
+
+        # none_failed: an unchanged run maps normalize over no group, and load still
+        # reports the live generation's counts
+        @task(doc_md=TASK_DOCS["load"], trigger_rule="none_failed")
         def load(ctx: dict[str, Any]) -> dict[str, Any]:
             return adapter.load(site, ctx)
 
@@ -184,9 +199,11 @@ def build_dag(site: SiteConfig) -> Any:
         # XComArgs: each stands for a task's return value at run time.
         ctx: Any = begin()
         rollback() >> ctx
+        groups = load_groups(ctx)
+        normalized = normalize.partial(ctx=ctx).expand(group=groups)
         partitions = diff_partitions(ctx)
         diffed = diff.partial(ctx=ctx).expand(partition=partitions)
-        chain(ctx, load(ctx), partitions)
+        chain(normalized, load(ctx), partitions)
         slices = plan_slices(ctx)
         chain(diffed, diff_counts(ctx), slices)
         planned = plan.partial(ctx=ctx).expand(slice=slices)

@@ -134,6 +134,22 @@ class LoadCounts(StepResult):
 
 
 @dataclass(frozen=True)
+class LoadGroupCounts(StepResult):
+    """One group of inventory files normalised (the DAG's normalize task)."""
+
+    group: int
+    rows: int
+    files: int
+    seconds: float
+    #: What the step read and wrote (pipeline.taskio).
+    io: TaskIO = field(default_factory=TaskIO, kw_only=True)
+
+    def summary(self) -> str:
+        return (f"normalize group {self.group}: {self.rows:,} rows of {self.files} file(s) "
+                f"in {self.seconds:.1f} s")
+
+
+@dataclass(frozen=True)
 class DiffCounts(StepResult):
     """The diff's counts (added, changed, unchanged, removed, ...) of one partition
     (`partition` set) or of all of them."""

@@ -25,6 +25,8 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from datetime import datetime
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -260,13 +262,319 @@ def _gate_columns(types: dict[str, str]) -> list[str]:
     return cols
 
 
+@dataclass(frozen=True)
+class LoadPlan:
+    """What every group of load reads its files with, decided once from the inventory's
+    listing and its files' footers (no row is read): each group normalises its rows as one
+    load of every file would, numbers them as it would (row ids stay global, so the
+    duplicates' tie rule is the same) and cuts them by the same diff partitions.
+    JSON as it is (`asdict`): the DAG's load_groups task saves it for the normalize tasks."""
+
+    inventory: str
+    files: list[str]
+    #: Each file's rows, from its footer: a group's row ids follow those of earlier files.
+    file_rows: list[int]
+    #: The inventory's columns (all its files') and their DuckDB types: a group whose files
+    #: lack one reads it as NULL, as a load of every file does.
+    columns: dict[str, str]
+    #: The typed view's column expressions (code constants chosen by type, _typed_columns).
+    typed_columns: list[str]
+    #: normalize_inventory's parameters.
+    params: dict[str, Any]
+    site_prefix: str
+    section_depth: int
+    #: The diff partitions the normalised rows are cut by (ValidRows.split).
+    split: int
+    bucket_sections: bool
+    row_hashes: bool
+    #: Each group's files (indexes into `files`, consecutive).
+    groups: list[list[int]]
+
+    @property
+    def input_rows(self) -> int:
+        return sum(self.file_rows)
+
+    def group_rows(self, group: int) -> int:
+        return sum(self.file_rows[i] for i in self.groups[group])
+
+
+@dataclass
+class GroupResult:
+    """What one group of load wrote and counted (JSON as it is: the DAG's normalize task
+    saves it, `load-NNNNN.json`)."""
+
+    group: int
+    rows: int
+    files: int
+    normalized_uris: list[str]
+    constant_columns: list[str]
+    #: sql/classified_counts.sql over the group's rows, as JSON (duplicates not yet known:
+    #: combine_groups moves them out of the rows to publish).
+    counts: list[dict[str, Any]]
+    #: Its files were read again through clean_utf8: its row hashes are not the raw rows'.
+    cleaned: bool
+    seconds: float
+
+
+def plan_load(inventory: str, site_url: str, *, section_depth: int = 1,
+              keep_deprecated_tags: bool = False, max_line_bytes: int | None = None,
+              diff_partitions: Callable[[int], int] | None = None,
+              bucket_sections: bool = False, row_hashes: bool = False,
+              group_rows: int | None = None,
+              con: duckdb.DuckDBPyConnection | None = None) -> LoadPlan:
+    """List the inventory, check its schema and choose how its rows are cut (see `load`
+    for the options): the LoadPlan every group follows. `group_rows`: cut the files into
+    consecutive groups of about that many rows (a file is never split); None: one group."""
+    site = Site.parse(site_url)
+    files = list_inventory_files(inventory)
+    con = con or sql.connect()
+    try:
+        register_parquet(con, "inventory_raw", files, row_ids=True)
+        probe = con.sql("SELECT * FROM inventory_raw LIMIT 0")
+        duck_types = {k: v for k, v in zip(probe.columns, probe.types, strict=True) if k != ROW_ID}
+        types = {k: str(v).upper() for k, v in duck_types.items()}
+    except duckdb.Error as exc:
+        if "magic bytes" in str(exc):  # DuckDB's words for a file that is not Parquet
+            raise InventoryError(f"cannot read the inventory {inventory!r}: a file is not a "
+                                 f"Parquet file ({_one_line(exc)})") from exc
+        raise InventoryError(f"cannot read the inventory {inventory!r}: {_one_line(exc)}") from exc
+    except OSError as exc:
+        raise InventoryError(f"cannot read the inventory {inventory!r}: {exc}") from exc
+    typed_columns = _typed_columns(types, duck_types, keep_deprecated_tags)
+    # Each raw row's hash: written with it, summed once it is written (classified_counts);
+    # not asked for, a NULL that is not written.
+    typed_columns.append(row_hash_column(list(duck_types)) if row_hashes
+                         else f"NULL::UBIGINT AS {ROW_HASH_COLUMN}")
+    file_rows = inventory_file_rows(files)
+    params = {"site_prefix": site.prefix, "clean_regex": CLEAN_URL_REGEX,
+              "iri_regex": IRI_PATH_REGEX, "max_len": MAX_URL_LENGTH,
+              "section_depth": section_depth, "max_line_bytes": max_line_bytes,
+              "ext_budget": None if max_line_bytes is None
+              else max_line_bytes - MAX_PLAIN_LINE_BYTES}
+    split = max(1, diff_partitions(sum(file_rows))) if diff_partitions else 1
+    return LoadPlan(
+        inventory=inventory, files=files, file_rows=file_rows,
+        columns={k: str(v) for k, v in duck_types.items()}, typed_columns=typed_columns,
+        params=params, site_prefix=site.prefix, section_depth=section_depth, split=split,
+        bucket_sections=bucket_sections, row_hashes=row_hashes,
+        groups=file_groups(file_rows, group_rows))
+
+
+def file_groups(file_rows: Sequence[int], group_rows: int | None) -> list[list[int]]:
+    """The inventory's files (their rows, in order) in consecutive groups of about
+    `group_rows` rows each (a file larger than that is a group alone); None: one group."""
+    if not group_rows or len(file_rows) <= 1:
+        return [list(range(len(file_rows)))]
+    groups: list[list[int]] = [[]]
+    rows = 0
+    for i, n in enumerate(file_rows):
+        if groups[-1] and rows + n > group_rows:
+            groups.append([])
+            rows = 0
+        groups[-1].append(i)
+        rows += n
+    return groups
+
+
+def inventory_file_rows(files: list[str]) -> list[int]:
+    """Each inventory file's rows, from its footer: no row is read."""
+    import pyarrow.dataset as ds
+
+    filesystem, paths = storage.arrow_files(files)
+    try:
+        dataset = ds.dataset(paths, format="parquet", filesystem=filesystem)
+        return [int(f.count_rows()) for f in dataset.get_fragments()]
+    except (pa.ArrowException, OSError) as exc:
+        raise InventoryError(f"cannot read the inventory's row count: {exc}") from exc
+
+
+def load_group(plan: LoadPlan, group: int, work_uri: str, *,
+               con: duckdb.DuckDBPyConnection | None = None,
+               progress: Progress = QUIET) -> GroupResult:
+    """Normalise and validate one group of the inventory's files (LoadPlan.groups): write
+    its rows under `work_uri`, cut as the plan says, and count them. Several groups write
+    side by side (their files' names start with the group's number); combine_groups finds
+    the duplicates among all of them."""
+    started = time.monotonic()
+    con = con or sql.connect()
+    indexes = plan.groups[group]
+    files = [plan.files[i] for i in indexes]
+    several = len(plan.groups) > 1
+    progress.step(f"load {len(files)} file(s)" + (f" (group {group})" if several else ""))
+    first_file = indexes[0] if indexes else 0
+
+    def register(uris: list[str]) -> None:
+        _register_inventory(con, plan, uris, first_file, "inventory_raw")
+
+    try:
+        register(files)
+    except duckdb.Error as exc:
+        raise InventoryError(f"cannot read the inventory {plan.inventory!r}: {_one_line(exc)}") from exc
+    except OSError as exc:
+        raise InventoryError(f"cannot read the inventory {plan.inventory!r}: {exc}") from exc
+    con.create_function("check_url", _check_url_batch, ["VARCHAR", "VARCHAR"], "VARCHAR",
+                        type="arrow", null_handling="special",  # type: ignore[call-overload]
+                        side_effects=False)
+    con.execute(sql.load_sql("normalize_macros"))
+    work = storage.open_storage(work_uri)
+    typed = f"SELECT {', '.join(plan.typed_columns)} FROM inventory_raw"
+    con.sql(typed).create_view("inventory_typed", replace=True)
+    constants: tuple[str, ...] = ()
+    prefix = f"g{group:05d}-" if several else ""
+    unsplit_key = (f"{NORMALIZED_KEY.removesuffix('.parquet')}/{prefix}rows.parquet"
+                   if several else NORMALIZED_KEY)
+
+    def write_normalized() -> list[str]:
+        nonlocal constants
+        rel = con.sql(sql.load_sql("normalize_inventory"), params=plan.params)
+        constants = constant_columns(plan.typed_columns, rel.columns)
+        left_out = {c.rpartition(" AS ")[2] for c in constants}
+        rel = rel.project(", ".join(f'"{c}"' for c in rel.columns if c not in left_out))
+        if plan.split > 1:  # a row without a URL hash (a rejected one): DuckDB's default partition
+            column, key = DIFF_PARTITION_COLUMN, f"url_hash % {plan.split}"
+        elif plan.bucket_sections:
+            column, key = BUCKET, f"hash(raw_section) % {DIFFED_BUCKETS}"
+        else:
+            return [write_parquet(rel, work, unsplit_key)]
+        written = write_partitioned(con, rel.project(f"*, {key} AS {column}"), work,
+                                    NORMALIZED_KEY.removesuffix(".parquet"), column,
+                                    file_prefix=prefix)
+        if not written:  # no row: one empty file, with the columns
+            return [write_parquet(rel, work, unsplit_key)]
+        return [u for part in sorted(written, key=_partition_order) for u in written[part]]
+
+    cleaned = False
+    with tempfile.TemporaryDirectory(prefix="sitemaps-utf8-") as cleaned_dir:
+        try:
+            try:
+                normalized_uris = write_normalized()
+            except duckdb.InvalidInputException as exc:
+                if "not valid UTF8" not in str(exc):
+                    raise
+                # DuckDB refuses a file with one string that is not UTF-8: read it again with
+                # pyarrow, which does not, and reject just those rows (invalid_utf8).
+                log.warning("load: the inventory holds strings that are not valid UTF-8; "
+                            "reading it again to reject those rows (%s)", _one_line(exc))
+                register(clean_utf8(files, Path(cleaned_dir), plan.files))
+                con.sql(typed.replace("false AS invalid_utf8", f"{INVALID_UTF8} AS invalid_utf8")
+                        ).create_view("inventory_typed", replace=True)
+                normalized_uris = write_normalized()
+                cleaned = True  # hashes of the cleaned rows: not row_sums' numbers
+            # The group's counts; its duplicates are found with every group's rows
+            # (combine_groups), which moves them out of the rows to publish.
+            register_normalized(con, normalized_uris, constants)
+            bounds = plan.bucket_sections and plan.split == 1
+            con.sql(f"SELECT *, {'url' if bounds else 'NULL::VARCHAR'} AS bounded_url "
+                    "FROM normalized").create_view("counted", replace=True)
+            counts = [_json_counts(g) for g in _counts(con)]
+        except duckdb.Error as exc:
+            # a full disk under the work folder or the spill is not the inventory's fault
+            raise out_of_space(exc, sql.spill_dir_for_errors()) or InventoryError(
+                f"cannot read the inventory {plan.inventory!r}: {_one_line(exc)}") from exc
+    result = GroupResult(
+        group=group, rows=plan.group_rows(group), files=len(files),
+        normalized_uris=normalized_uris, constant_columns=list(constants), counts=counts,
+        cleaned=cleaned, seconds=round(time.monotonic() - started, 3))
+    if several:
+        progress.done(f"{result.rows:,} rows")
+    return result
+
+
+def combine_groups(plan: LoadPlan, results: Sequence[GroupResult], work_uri: str, *,
+                   con: duckdb.DuckDBPyConnection | None = None, progress: Progress = QUIET,
+                   started: float | None = None) -> LoadResult:
+    """Add up the groups' counts and find the duplicates among all their rows (whole diff
+    partitions or buckets at a time, find_duplicates: every copy of a URL is in one); write
+    `duplicates.parquet` and `rejects.parquet`; the LoadResult of the whole inventory."""
+    started = time.monotonic() if started is None else started
+    con = con or sql.connect()
+    work = storage.open_storage(work_uri)
+    if not results:
+        raise InternalError("load wrote no normalised file")
+    constants = tuple(results[0].constant_columns)
+    if any(tuple(r.constant_columns) != constants for r in results):
+        # the same expressions over other rows: a literal in one group is one in all
+        raise InternalError("load's groups left out different constant columns")
+    uris = sorted((u for r in results for u in r.normalized_uris), key=_normalized_order)
+    several = len(results) > 1
+    if several:
+        progress.step(f"find the duplicates of {len(results)} group(s) of files")
+    try:
+        read_by = dedupe_groups(uris, _file_rows)
+        find_duplicates(con, read_by, constants, plan.split)
+        register_normalized(con, uris, constants)
+        con.sql("SELECT * EXCLUDE (reason), 'duplicate' AS reason, NULL::VARCHAR AS bounded_url "
+                "FROM duplicate_rows").create_view("counted", replace=True)
+        groups = _moved_duplicates([g for r in results for g in r.counts],
+                                   [_json_counts(g) for g in _counts(con)])
+        con.execute(sql.load_sql("classified_rows"))
+        bounds = plan.bucket_sections and plan.split == 1
+        row_hashes = plan.row_hashes and not any(r.cleaned for r in results)
+        sums = section_sums = sections = None
+        if row_hashes or bounds:
+            con.execute(sql.load_sql("section_slugs"))
+            slugs = dict(con.sql("SELECT raw_section, section FROM section_slugs").fetchall())
+            if bounds:
+                sections = first_run_sections(groups, slugs)
+            if row_hashes:  # the input's, and each section's (pipeline.unchanged)
+                sums = (sum(g["rows"] for g in groups),
+                        sum(int(g["hash_sum"]) for g in groups),
+                        sum(int(g["hash_hash_sum"]) for g in groups), list(plan.columns))
+                section_sums = sums_by_section(groups, slugs)
+        not_reciprocal = 0
+        if "alternates" in plan.columns:  # pages of any group name each other
+            not_reciprocal = _not_reciprocal(con, plan)
+        duplicates_uri = write_parquet(con.sql("SELECT row_id FROM duplicate_rows"), work,
+                                       DUPLICATES_KEY)
+        rejects_uri = write_parquet(con.sql(sql.load_sql("rejected_rows")), work, REJECTS_KEY)
+    except duckdb.Error as exc:
+        raise out_of_space(exc, sql.spill_dir_for_errors()) or InventoryError(
+            f"cannot read the inventory {plan.inventory!r}: {_one_line(exc)}") from exc
+
+    # No rows is not an error here: the shrink guard refuses to publish an empty generation.
+    valid_counts = dict.fromkeys(ISSUE_COUNTS, 0)  # the rows to publish (reason NULL)
+    by_reason: dict[str, dict[str, int]] = {}
+    for g in groups:  # each reason's counts, its sections added up
+        acc = valid_counts if g["reason"] is None else by_reason.setdefault(
+            g["reason"], dict.fromkeys(ISSUE_COUNTS, 0))
+        for name in ISSUE_COUNTS:
+            acc[name] += int(g[name])
+    rejected = {reason: int(c["rows"]) for reason, c in by_reason.items()}
+    input_rows = int(valid_counts["rows"]) + sum(rejected.values())
+    issues = {k: int(v) for k, v in valid_counts.items() if k not in ("rows", "lastmod_given")}
+    issues["alternates_not_reciprocal"] = not_reciprocal
+    if plan.columns.get("lastmod", "").upper() in _STRING:
+        given = valid_counts["lastmod_given"]
+        if given and issues["lastmod_invalid"] == given:
+            raise InventoryError(
+                f"no `lastmod` value of the inventory {plan.inventory!r} parses as a date or "
+                "W3C datetime (for example 2026-12-02T03:00:00Z)")
+    valid_rows = input_rows - sum(rejected.values())
+    result = LoadResult(
+        input_rows=input_rows, valid_rows=valid_rows, rejected=rejected,
+        field_issues=issues, normalized_uris=tuple(uris),
+        duplicates_uri=duplicates_uri, rejects_uri=rejects_uri, site_prefix=plan.site_prefix,
+        section_depth=plan.section_depth, files=plan.files,
+        seconds=time.monotonic() - started,
+        constant_columns=constants, split=plan.split, row_sums=sums, section_sums=section_sums,
+        first_run_sections=sections,
+        dedupe_passes=tuple((g.rows, g.passes) for g in read_by))
+    progress.done(f"{input_rows:,} rows, {valid_rows:,} valid, {result.rejected_rows:,} rejected")
+    log.debug("load: %d input rows, %d valid, rejected %s, dropped fields %s (%.1f s); "
+              "duplicates found in %d group(s) of partitions, %d pass(es), %d hashes read",
+              input_rows, valid_rows, rejected or "none", result.field_issues, result.seconds,
+              len(read_by), sum(g.passes for g in read_by), sum(g.rows * g.passes for g in read_by))
+    return result
+
+
 def load(inventory: str, site_url: str, work_uri: str, *, section_depth: int = 1,
          keep_deprecated_tags: bool = False, max_line_bytes: int | None = None,
          con: duckdb.DuckDBPyConnection | None = None,
          progress: Progress = QUIET,
          diff_partitions: Callable[[int], int] | None = None,
          bucket_sections: bool = False, row_hashes: bool = False) -> LoadResult:
-    """Read, check and validate the inventory; write valid rows and rejects under `work_uri`.
+    """Read, check and validate the inventory; write valid rows and rejects under `work_uri`:
+    plan_load, load_group of every file at once, combine_groups, in one process.
 
     `keep_deprecated_tags`: write the image tags Google no longer uses (extensions).
     `max_line_bytes`: the longest <url> line a sitemap file can hold (Limits.body_budget;
@@ -284,145 +592,113 @@ def load(inventory: str, site_url: str, work_uri: str, *, section_depth: int = 1
     (`LoadResult.row_sums`), in the pass that reads them anyway, and each section's
     (`LoadResult.section_sums`)."""
     started = time.monotonic()
-    site = Site.parse(site_url)
-    files = list_inventory_files(inventory)
     con = con or sql.connect()
-    progress.step(f"load {len(files)} file(s)")
+    progress.step("list the inventory")
+    plan = plan_load(inventory, site_url, section_depth=section_depth,
+                     keep_deprecated_tags=keep_deprecated_tags, max_line_bytes=max_line_bytes,
+                     diff_partitions=diff_partitions, bucket_sections=bucket_sections,
+                     row_hashes=row_hashes, con=con)
+    progress.done(f"{len(plan.files)} file(s), {plan.input_rows:,} rows")
+    group = load_group(plan, 0, work_uri, con=con, progress=progress)
+    return combine_groups(plan, [group], work_uri, con=con, progress=progress, started=started)
+
+
+def _register_inventory(con: duckdb.DuckDBPyConnection, plan: LoadPlan, uris: list[str],
+                        first_file: int, name: str) -> None:
+    """Inventory files (`uris`: a group's, or cleaned copies of them) as the view `name`,
+    with the inventory's columns (NULL where these files lack one) and their row ids (from
+    `first_file`, the group's first file)."""
+    base = None
+    if len(plan.groups) > 1 and len(plan.files) > 1 and "://" in plan.files[0]:
+        # a store's Hive folders are read below the inventory's folder, not the group's
+        base = plan.files[0].partition("://")[0] + "://" + os.path.commonpath(
+            storage.arrow_files(plan.files)[1])
+    register_parquet(con, f"{name}_files", uris, row_ids=True, first_file=first_file,
+                     partition_base=base)
+    have = set(con.sql(f"SELECT * FROM {name}_files LIMIT 0").columns)
+    missing = [f'NULL::{t} AS "{c}"' for c, t in plan.columns.items() if c not in have]
+    con.sql("SELECT *" + "".join(f", {m}" for m in missing) + f" FROM {name}_files"
+            ).create_view(name, replace=True)
+
+
+def _not_reciprocal(con: duckdb.DuckDBPyConnection, plan: LoadPlan) -> int:
+    """sql/alternates_not_reciprocal.sql over every group's rows (`classified`) and every
+    inventory file (`inventory_raw`, numbered as the groups numbered them); files DuckDB
+    cannot read (a string that is not UTF-8) are read through clean_utf8 copies."""
+    def count(files: list[str]) -> int:
+        parts = []
+        for g, indexes in enumerate(plan.groups):
+            if indexes:
+                _register_inventory(con, plan, [files[i] for i in indexes], indexes[0],
+                                    f"inventory_group_{g}")
+                parts.append(f"SELECT * FROM inventory_group_{g}")
+        con.sql(" UNION ALL BY NAME ".join(parts)).create_view("inventory_raw", replace=True)
+        return int(sql.scalar(con, sql.load_sql("alternates_not_reciprocal")))
+
     try:
-        register_parquet(con, "inventory_raw", files, row_ids=True)
-        probe = con.sql("SELECT * FROM inventory_raw LIMIT 0")
-        duck_types = {k: v for k, v in zip(probe.columns, probe.types, strict=True) if k != ROW_ID}
-        types = {k: str(v).upper() for k, v in duck_types.items()}
-    except duckdb.Error as exc:
-        if "magic bytes" in str(exc):  # DuckDB's words for a file that is not Parquet
-            raise InventoryError(f"cannot read the inventory {inventory!r}: a file is not a "
-                                 f"Parquet file ({_one_line(exc)})") from exc
-        raise InventoryError(f"cannot read the inventory {inventory!r}: {_one_line(exc)}") from exc
-    except OSError as exc:
-        raise InventoryError(f"cannot read the inventory {inventory!r}: {exc}") from exc
-    con.create_function("check_url", _check_url_batch, ["VARCHAR", "VARCHAR"], "VARCHAR",
-                        type="arrow", null_handling="special",  # type: ignore[call-overload]
-                        side_effects=False)
-    con.execute(sql.load_sql("normalize_macros"))
-    work = storage.open_storage(work_uri)
-    params = {"site_prefix": site.prefix, "clean_regex": CLEAN_URL_REGEX,
-              "iri_regex": IRI_PATH_REGEX, "max_len": MAX_URL_LENGTH,
-              "section_depth": section_depth, "max_line_bytes": max_line_bytes,
-              "ext_budget": None if max_line_bytes is None
-              else max_line_bytes - MAX_PLAIN_LINE_BYTES}
-    typed_columns = _typed_columns(types, duck_types, keep_deprecated_tags)
-    # Each raw row's hash: written with it, summed once it is written (classified_counts);
-    # not asked for, a NULL that is not written.
-    typed_columns.append(row_hash_column(list(duck_types)) if row_hashes
-                         else f"NULL::UBIGINT AS {ROW_HASH_COLUMN}")
-    typed = f"SELECT {', '.join(typed_columns)} FROM inventory_raw"
-    con.sql(typed).create_view("inventory_typed", replace=True)
-    constants: tuple[str, ...] = ()
-    split = max(1, diff_partitions(inventory_rows(files))) if diff_partitions else 1
+        return count(plan.files)
+    except duckdb.InvalidInputException as exc:
+        if "not valid UTF8" not in str(exc):
+            raise
+        with tempfile.TemporaryDirectory(prefix="sitemaps-utf8-") as folder:
+            return count(clean_utf8(plan.files, Path(folder), plan.files))
 
-    def write_normalized() -> list[str]:
-        nonlocal constants
-        rel = con.sql(sql.load_sql("normalize_inventory"), params=params)
-        constants = constant_columns(typed_columns, rel.columns)
-        left_out = {c.rpartition(" AS ")[2] for c in constants}
-        rel = rel.project(", ".join(f'"{c}"' for c in rel.columns if c not in left_out))
-        if split > 1:  # a row without a URL hash (a rejected one): DuckDB's default partition
-            column, key = DIFF_PARTITION_COLUMN, f"url_hash % {split}"
-        elif bucket_sections:
-            column, key = BUCKET, f"hash(raw_section) % {DIFFED_BUCKETS}"
-        else:
-            return [write_parquet(rel, work, NORMALIZED_KEY)]
-        files = write_partitioned(con, rel.project(f"*, {key} AS {column}"), work,
-                                  NORMALIZED_KEY.removesuffix(".parquet"), column)
-        if not files:  # no row: one empty file, with the columns
-            return [write_parquet(rel, work, NORMALIZED_KEY)]
-        return [u for part in sorted(files, key=lambda k: (not k.isdigit(), k.zfill(20)))
-                for u in files[part]]
 
-    with tempfile.TemporaryDirectory(prefix="sitemaps-utf8-") as cleaned_dir:
-        try:
-            try:
-                normalized_uris = write_normalized()
-            except duckdb.InvalidInputException as exc:
-                if "not valid UTF8" not in str(exc):
-                    raise
-                # DuckDB refuses a file with one string that is not UTF-8: read it again with
-                # pyarrow, which does not, and reject just those rows (invalid_utf8).
-                log.warning("load: the inventory holds strings that are not valid UTF-8; "
-                            "reading it again to reject those rows (%s)", _one_line(exc))
-                cleaned = clean_utf8(files, Path(cleaned_dir))
-                register_parquet(con, "inventory_raw", cleaned, row_ids=True)
-                con.sql(typed.replace("false AS invalid_utf8", f"{INVALID_UTF8} AS invalid_utf8")
-                        ).create_view("inventory_typed", replace=True)
-                normalized_uris = write_normalized()
-                row_hashes = False  # hashes of the cleaned rows: not row_sums' numbers
-            read_by = dedupe_groups(normalized_uris, _file_rows)
-            find_duplicates(con, read_by, constants, split)
-            register_normalized(con, normalized_uris, constants)
-            con.execute(sql.load_sql("classified_rows"))
-            # A first run's section bounds come with the counts (classified_counts), for a
-            # diff that reads its rows where load wrote them (in buckets, one partition).
-            bounds = bucket_sections and split == 1
-            con.sql(f"SELECT *, {'url' if bounds else 'NULL::VARCHAR'} AS bounded_url "
-                    "FROM classified").create_view("counted", replace=True)
-            counts = con.sql(sql.load_sql("classified_counts"))
-            names = counts.columns
-            groups = [dict(zip(names, row, strict=True)) for row in counts.fetchall()]
-            sums = section_sums = sections = None
-            if row_hashes or bounds:
-                con.execute(sql.load_sql("section_slugs"))
-                slugs = dict(con.sql("SELECT raw_section, section FROM section_slugs").fetchall())
-                if bounds:
-                    sections = first_run_sections(groups, slugs)
-                if row_hashes:  # the input's, and each section's (pipeline.unchanged)
-                    sums = (sum(g["rows"] for g in groups),
-                            sum(int(g["hash_sum"]) for g in groups),
-                            sum(int(g["hash_hash_sum"]) for g in groups), list(duck_types))
-                    section_sums = sums_by_section(groups, slugs)
-            not_reciprocal = (int(sql.scalar(con, sql.load_sql("alternates_not_reciprocal")))
-                              if "alternates" in types else 0)
-        except duckdb.Error as exc:
-            # a full disk under the work folder or the spill is not the inventory's fault
-            raise out_of_space(exc, sql.spill_dir_for_errors()) or InventoryError(
-                f"cannot read the inventory {inventory!r}: {_one_line(exc)}") from exc
+def _counts(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
+    """sql/classified_counts.sql over the view `counted`, as dicts."""
+    rel = con.sql(sql.load_sql("classified_counts"))
+    names = rel.columns
+    return [dict(zip(names, row, strict=True)) for row in rel.fetchall()]
 
-    # No rows is not an error here: the shrink guard refuses to publish an empty generation.
-    valid_counts = dict.fromkeys(ISSUE_COUNTS, 0)  # the rows to publish (reason NULL)
-    by_reason: dict[str, dict[str, int]] = {}
-    for g in groups:  # each reason's counts, its sections added up
-        acc = valid_counts if g["reason"] is None else by_reason.setdefault(
-            g["reason"], dict.fromkeys(ISSUE_COUNTS, 0))
-        for name in ISSUE_COUNTS:
-            acc[name] += int(g[name])
-    rejected = {reason: int(c["rows"]) for reason, c in by_reason.items()}
-    input_rows = int(valid_counts["rows"]) + sum(rejected.values())
-    issues = {k: int(v) for k, v in valid_counts.items() if k not in ("rows", "lastmod_given")}
-    issues["alternates_not_reciprocal"] = not_reciprocal
-    if types.get("lastmod") in _STRING:
-        given = valid_counts["lastmod_given"]
-        if given and issues["lastmod_invalid"] == given:
-            raise InventoryError(
-                f"no `lastmod` value of the inventory {inventory!r} parses as a date or W3C datetime "
-                "(for example 2026-12-02T03:00:00Z)")
 
-    duplicates_uri = write_parquet(con.sql("SELECT row_id FROM duplicate_rows"), work,
-                                   DUPLICATES_KEY)
-    rejects_uri = write_parquet(con.sql(sql.load_sql("rejected_rows")), work, REJECTS_KEY)
-    valid_rows = input_rows - sum(rejected.values())
-    result = LoadResult(
-        input_rows=input_rows, valid_rows=valid_rows, rejected=rejected,
-        field_issues=issues, normalized_uris=tuple(normalized_uris),
-        duplicates_uri=duplicates_uri, rejects_uri=rejects_uri, site_prefix=site.prefix,
-        section_depth=section_depth, files=files, seconds=time.monotonic() - started,
-        constant_columns=constants, split=split, row_sums=sums, section_sums=section_sums,
-        first_run_sections=sections,
-        dedupe_passes=tuple((g.rows, g.passes) for g in read_by))
-    progress.done(f"{input_rows:,} rows, {valid_rows:,} valid, {result.rejected_rows:,} rejected")
-    log.debug("load: %d input rows, %d valid, rejected %s, dropped fields %s (%.1f s); "
-              "duplicates found in %d group(s) of partitions, %d pass(es), %d hashes read",
-              input_rows, valid_rows, rejected or "none", result.field_issues, result.seconds,
-              len(read_by), sum(g.passes for g in read_by), sum(g.rows * g.passes for g in read_by))
-    return result
+def _json_counts(g: dict[str, Any]) -> dict[str, Any]:
+    """One row of classified_counts as JSON holds it: numbers as ints, times in ISO 8601."""
+    return {k: v.isoformat() if isinstance(v, datetime)
+            else int(v) if isinstance(v, Decimal) else v for k, v in g.items()}
+
+
+def _moved_duplicates(counts: Sequence[dict[str, Any]], duplicates: Sequence[dict[str, Any]]
+                      ) -> list[dict[str, Any]]:
+    """The groups' counts (each group's classified_counts rows, in JSON) added up by reason
+    and path segments, the `duplicates`' counts (theirs, reason 'duplicate') moved out of
+    the rows to publish: what classified_counts gives over every row with its duplicates
+    known. Their URLs and lastmods change no bound: each has a copy that stays, of the same
+    URL and no older lastmod. Times come back as datetimes."""
+    merged: dict[tuple[Any, Any], dict[str, Any]] = {}
+    for g in counts:
+        acc = merged.get((g["reason"], g["raw_section"]))
+        if acc is None:
+            merged[(g["reason"], g["raw_section"])] = dict(g)
+            continue
+        for k in _SUMMED:
+            acc[k] = int(acc[k]) + int(g[k])
+        for k, pick in (("newest", max), ("min_url", min), ("max_url", max)):
+            given = [v for v in (acc[k], g[k]) if v is not None]
+            acc[k] = pick(given) if given else None
+    for d in duplicates:
+        kept = merged[(None, d["raw_section"])]
+        for k in _SUMMED:
+            kept[k] = int(kept[k]) - int(d[k])
+        merged[("duplicate", d["raw_section"])] = dict(d)
+    rows = []
+    for _, g in sorted(merged.items(), key=lambda kv: (
+            kv[0][0] is not None, kv[0][0] or "", kv[0][1] is None, kv[0][1] or "")):
+        if g["newest"] is not None:
+            g["newest"] = datetime.fromisoformat(g["newest"])
+        rows.append(g)
+    return rows
+
+
+def _partition_order(part: str) -> tuple[bool, str]:
+    """write_partitioned's partitions in number order (DuckDB's NULL partition last)."""
+    return (not part.isdigit(), part.zfill(20))
+
+
+def _normalized_order(uri: str) -> tuple[tuple[bool, str], str]:
+    """load's normalised files by partition (the Hive folder's value), then by name."""
+    m = _CUT_FOLDER.search(uri)
+    return (_partition_order(m.group(1).partition("=")[2]) if m else (False, ""), uri)
+
 
 
 def reject_examples(rejects_uri: str, reasons: Sequence[str], per_reason: int = 3
@@ -466,6 +742,10 @@ ISSUE_COUNTS = ("rows", "lastmod_given", "lastmod_invalid", "changefreq_invalid"
                 "priority_invalid", "images_dropped", "videos_dropped",
                 "alternates_without_self", "deprecated_tags", "extension_fields_invalid",
                 "news_dropped")
+
+#: classified_counts' fields that add up (the rest: reason, raw_section, newest, min_url,
+#: max_url).
+_SUMMED = (*ISSUE_COUNTS, "hash_sum", "hash_hash_sum", "tagged_hash_sum", "tagged_hash_hash_sum")
 
 
 #: URL hashes sorted at once by dedupe (8 bytes each: 128 MiB at most): the rows of one
@@ -573,15 +853,17 @@ def _repeated(hashes: np.ndarray) -> np.ndarray:
 INVALID_UTF8 = "_invalid_utf8"
 
 
-def clean_utf8(files: list[str], folder: Path) -> list[str]:
+def clean_utf8(files: list[str], folder: Path, all_files: list[str] | None = None) -> list[str]:
     """Copies of the inventory's files under `folder` (same rows, same order, so the same row
     ids) where a row with a top-level string that is not valid UTF-8 has INVALID_UTF8 set:
     its bad strings become readable text (the bytes escaped, for the rejects file) and the
-    row is rejected as `invalid_utf8`. pyarrow reads such strings, DuckDB does not."""
+    row is rejected as `invalid_utf8`. pyarrow reads such strings, DuckDB does not.
+    `all_files`: the inventory's, whose common folder the copies' folders start below."""
     import pyarrow.parquet as pq
 
     fs, paths = storage.arrow_files(files)
-    base = os.path.commonpath(paths) if len(paths) > 1 else ""
+    every = storage.arrow_files(all_files)[1] if all_files else paths
+    base = os.path.commonpath(every) if len(every) > 1 else ""
     cleaned: list[str] = []
     for path in paths:
         # keep the folders below the common base: Hive partition values live there

@@ -47,11 +47,25 @@ version is what publish's conditional write checks), fixes the run time (when th
 started, the same on every retry) and the work prefix,
 and returns the run context that every other task receives.
 *If it fails*: S3 unreachable or access refused: check the connection `{conn}`.""",
+    "load_groups": """\
+Lists the inventory, checks its schema from its files' footers (no row is read) and cuts
+its files into groups of about `load_group_rows` rows (20,000,000 by default), which the
+normalize task is mapped over; writes `load-plan.json` under the work prefix. Chooses the
+diff's partitions from the footers' row counts. *If it fails*: the log's last line says
+what is wrong with the inventory (no file, not Parquet, missing `url` column, wrong
+type); fix the inventory, then trigger again.""",
+    "normalize": """\
+One mapped task per group of inventory files: normalises and validates its rows, writes
+them (with their reject reasons) as Parquet under the work prefix, cut by the diff's hash
+partitions, and a small `load-NNNNN.json` of its counts. *If it fails*: a file that
+cannot be read fails at once; storage errors are retried. Clearing one map index
+normalises only that group again.""",
     "load": """\
-Reads the inventory, checks its schema, normalises and validates every row; writes
-valid and rejected rows (with a reason) as Parquet under the work prefix.
-*If it fails*: the log's last line says what is wrong with the inventory (missing
-`url` column, wrong type, too many rejects); fix the inventory, then trigger again.""",
+Adds up the normalize tasks' counts, finds the duplicate URLs among all their rows (one
+read of every row's URL hash, a diff partition at a time), writes the rejects and applies
+the reject guard. *If it fails*: the log's last line says what is wrong with the
+inventory (too many rejects, no lastmod that parses); fix the inventory, then trigger
+again.""",
     "diff_partitions": """\
 Returns the numbers of the diff's hash partitions, which the diff task is mapped over: load
 chose how many (the site's `diff_partitions`, else as many as keep each join in DuckDB's
@@ -289,11 +303,28 @@ def begin(site: SiteConfig) -> dict[str, Any]:
     return ctx.to_dict()
 
 
+def load_groups(site: SiteConfig, ctx: dict[str, Any]) -> list[int]:
+    """The groups of inventory files' numbers, 0 .. N-1: what the normalize task is mapped
+    over (none for an unchanged run)."""
+    from pipeline import steps
+
+    with step(site):
+        return steps.load_groups_step(RunContext.from_dict(ctx))
+
+
+def normalize(site: SiteConfig, ctx: dict[str, Any], group: int) -> dict[str, Any]:
+    from pipeline import steps
+
+    _label("group_label", f"group {group}")
+    with step(site):
+        return _logged(steps.load_group_step(RunContext.from_dict(ctx), group))
+
+
 def load(site: SiteConfig, ctx: dict[str, Any]) -> dict[str, Any]:
     from pipeline import steps
 
     with step(site):
-        return _logged(steps.load_step(RunContext.from_dict(ctx)))
+        return _logged(steps.load_combine_step(RunContext.from_dict(ctx)))
 
 
 def diff_partitions(site: SiteConfig, ctx: dict[str, Any]) -> list[int]:

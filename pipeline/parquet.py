@@ -36,10 +36,15 @@ def read_table(uri: str, columns: Sequence[str], *, use_threads: bool = True) ->
 
 
 def register_parquet(con: duckdb.DuckDBPyConnection, name: str, files: list[str],
-                     *, row_ids: bool = False) -> None:
+                     *, row_ids: bool = False, first_file: int = 0,
+                     partition_base: str | None = None) -> None:
     """Make the Parquet `files` (local or on a store) queryable as the view `name`.
 
-    With `row_ids`, the view has a ROW_ID column numbering rows in file order.
+    With `row_ids`, the view has a ROW_ID column numbering rows in file order, from
+    `first_file` << 40 (`files` that follow `first_file` others: a group of load's,
+    pipeline.load.LoadPlan; each group's ids are its own, and in file order after the
+    earlier groups'). `partition_base`: the folder below which a store's Hive folders are
+    read (default: the files' common folder).
     """
     filesystem, paths = storage.arrow_files(files)
     if filesystem is not None:
@@ -47,19 +52,21 @@ def register_parquet(con: duckdb.DuckDBPyConnection, name: str, files: list[str]
 
         fmt = ds.ParquetFileFormat(
             default_fragment_scan_options=ds.ParquetFragmentScanOptions(pre_buffer=False))
-        common = os.path.commonpath(paths)
+        common = (storage.arrow_files([partition_base])[1][0] if partition_base
+                  else os.path.commonpath(paths))
         dataset = ds.dataset(paths, format=fmt, filesystem=filesystem, partitioning="hive",
                              partition_base_dir=common)
         if row_ids:  # a dataset has no file_row_number: number the scan (one thread)
             con.register(f"{name}_dataset", dataset)
-            con.sql(f"SELECT *, row_number() OVER () AS {ROW_ID} FROM {name}_dataset"
-                    ).create_view(name, replace=True)
+            con.sql(f"SELECT *, ({int(first_file)}::BIGINT << 40) + row_number() OVER () AS {ROW_ID} "
+                    f"FROM {name}_dataset").create_view(name, replace=True)
         else:
             con.register(name, dataset)
     else:
         rel = con.read_parquet(files, hive_partitioning=True, union_by_name=True)
         if row_ids:  # DuckDB's virtual columns: no window, the scan stays parallel
-            rel = rel.select(f"*, (file_index::BIGINT << 40) + file_row_number AS {ROW_ID}")
+            rel = rel.select(f"*, ((file_index + {int(first_file)})::BIGINT << 40) "
+                             f"+ file_row_number AS {ROW_ID}")
         rel.create_view(name, replace=True)
 
 
@@ -84,13 +91,15 @@ DICTIONARY_SIZE_LIMIT = 4096
 
 
 def _copy_to(rel: duckdb.DuckDBPyRelation, path: Path, compression: str,
-             partition_by: str | None = None) -> None:
+             partition_by: str | None = None, file_prefix: str = "") -> None:
     """COPY the relation to Parquet at `path` (a folder of Hive partitions by `partition_by`):
     the relation API's write_parquet, with the dictionary limit it does not take."""
     options = [f"FORMAT parquet, COMPRESSION {compression}",
                f"DICTIONARY_SIZE_LIMIT {DICTIONARY_SIZE_LIMIT}"]
     if partition_by:
         options.append(f'PARTITION_BY ("{partition_by}"), OVERWRITE_OR_IGNORE true')
+        if file_prefix:
+            options.append(f"FILENAME_PATTERN '{file_prefix}data_{{i}}'")
     target = str(path).replace("'", "''")
     rel.query("rows_to_write",
               f"COPY (SELECT * FROM rows_to_write) TO '{target}' ({', '.join(options)})")
@@ -104,20 +113,25 @@ PARTITIONED_FLUSH_ROWS = 16_384
 
 def write_partitioned(con: duckdb.DuckDBPyConnection, rel: duckdb.DuckDBPyRelation,
                       store: storage.Storage, folder: str, by: str, *,
-                      compression: str = "lz4_raw") -> dict[str, list[str]]:
+                      compression: str = "lz4_raw", file_prefix: str = "") -> dict[str, list[str]]:
     """Write a relation in one pass as Hive partitions `folder/<by>=<value>/*.parquet` under
     `store` (written locally, then uploaded to a store that is not a local folder); returns
-    each value's file URIs. No rows: no files. `con` is the relation's connection."""
+    each value's file URIs. No rows: no files. `con` is the relation's connection.
+    `file_prefix`: the files' names start with it, so that several writers (load's groups)
+    share the folders; a writer's earlier files of that prefix are removed first (a retry)."""
     files: dict[str, list[str]] = {}
     with tempfile.TemporaryDirectory(prefix="sitemaps-") as tmp:
         local = store.local_dir / folder if store.local_dir else Path(tmp)
         local.parent.mkdir(parents=True, exist_ok=True)  # DuckDB makes the last folder only
+        pattern = f"{by}=*/{file_prefix}*.parquet"
+        for stale in local.glob(pattern):
+            stale.unlink()
         con.execute(f"SET partitioned_write_flush_threshold = {PARTITIONED_FLUSH_ROWS}")
         try:
-            _copy_to(rel, local, compression, partition_by=by)
+            _copy_to(rel, local, compression, partition_by=by, file_prefix=file_prefix)
         finally:
             con.execute("RESET partitioned_write_flush_threshold")
-        for path in sorted(local.glob(f"{by}=*/*.parquet")):
+        for path in sorted(local.glob(pattern)):
             key = f"{folder}/{path.parent.name}/{path.name}"
             if not store.local_dir:
                 store.upload_file(path, key)

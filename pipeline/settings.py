@@ -197,6 +197,10 @@ class RunOptions:
         None, "plan at most about N URLs at a time (default 4,000,000, "
         "SITEMAPS_PLAN_SLICE_ROWS): bounds plan's memory and temp disk; the DAG maps its plan "
         "task over the slices", metavar="N", minimum=1)
+    load_group_rows: int | None = option(
+        None, "the DAG normalises the inventory's files in groups of about N rows, one "
+        "mapped task each (default 20,000,000, SITEMAPS_LOAD_GROUP_ROWS; a file is never "
+        "split); the CLI loads them in one", flag="", metavar="N", minimum=1)
     render_batch_bytes: int = option(
         256 * 1024 * 1024, "bytes of <url> lines per mapped render task of the DAG (default "
         "{default:,}, 256 MiB)", flag="", minimum=1)
@@ -481,6 +485,8 @@ class Environment:
     gzip_level: int = dataclasses.field(default=1, metadata={"minimum": 0})
     #: SITEMAPS_PLAN_SLICE_ROWS: rows planned at a time when the run does not say.
     plan_slice_rows: int = dataclasses.field(default=4_000_000, metadata={"minimum": 1})
+    #: SITEMAPS_LOAD_GROUP_ROWS: inventory rows per mapped normalize task of the DAG.
+    load_group_rows: int = dataclasses.field(default=20_000_000, metadata={"minimum": 1})
     #: SITEMAPS_DIFF_PARTITION_ROWS: valid rows per diff partition (0: automatic).
     diff_partition_rows: int = dataclasses.field(
         default=0, metadata={"minimum": 0, "zero": "automatic"})

@@ -25,6 +25,7 @@ from pipeline.context import (
     DryRunReport,
     GcCounts,
     LoadCounts,
+    LoadGroupCounts,
     NotifyCounts,
     PlanCounts,
     PlanSliceCounts,
@@ -344,47 +345,138 @@ def _shorten(url: str | None, at: int = 120) -> str:
     return repr(url) if len(url) <= at else repr(url[:at]) + f"... ({len(url):,} characters)"
 
 
+#: Each group's result of the DAG's normalize tasks, `load-NNNNN.json`, with the groups'
+#: count (a result of another cut of the files is stale).
+LOAD_GROUP_RESULTS = Parts(
+    name="load", what="load group", token_field="groups", missing_hint="run them first",
+    stale_hint="were normalised for another cut of the files than {count} group(s) "
+               "(load_groups ran again?): clear them")
+#: The LoadPlan of a DAG run (load_groups_step), under the work prefix.
+LOAD_PLAN_JSON = "load-plan.json"
+
+
+def _unchanged_load(ctx: RunContext, meter: Meter) -> LoadCounts:
+    """An unchanged run (begin) loads nothing: the live generation's counts, no partition."""
+    c = _live_counts(ctx)
+    return LoadCounts(input_rows=c["input_rows"], valid_rows=c["published"],
+                      rejected=c["rejected"], rejected_rows=c["rejected_rows"],
+                      not_indexable=c.get("not_indexable", 0),
+                      dropped_fields=c["dropped_fields"], seconds=0.0, diff_partitions=0,
+                      io=meter.done())
+
+
+def _load_plan(ctx: RunContext, group_rows: int | None) -> Any:
+    """The run's pipeline.load.LoadPlan: how every group of files is read and cut. The
+    diff's partitions are chosen from the inventory's rows before load, which cuts the
+    rows it writes by them (ValidRows.split)."""
+    from pipeline.diff import partitions_for
+    from pipeline.load import plan_load
+
+    return plan_load(ctx.options.inventory, ctx.site_url,
+                     section_depth=ctx.options.section_depth,
+                     keep_deprecated_tags=ctx.options.keep_deprecated_tags,
+                     max_line_bytes=ctx.options.limits.body_budget
+                     if ctx.options.format == "xml" else None,
+                     diff_partitions=lambda rows: ctx.options.diff_partitions or partitions_for(
+                         rows, first_run=not ctx.snapshot),
+                     bucket_sections=not ctx.snapshot,
+                     # the rows' hashes also make each section's identity, which the next
+                     # run compares with (pipeline.unchanged): not for a dry run
+                     row_hashes=ctx.identity_at_load or (
+                         ctx.options.check_writable and not ctx.options.compare_snapshot),
+                     group_rows=group_rows)
+
+
 def load_step(ctx: RunContext, progress: Any = None) -> LoadCounts:
-    """Loads the inventory; its counts include `diff_partitions`, the diff's partitions.
-    An unchanged run (begin) loads nothing: the live generation's counts, no partition.
-    Its `io`: every inventory row and file, and the live snapshot's rows where it counts
+    """Loads the inventory in one process (the CLI: every file in one group); its counts
+    include `diff_partitions`, the diff's partitions. Its `io`: every inventory row and
+    file, and the live snapshot's rows where it counts them by diff partition."""
+    meter = Meter()
+    renew_lease(ctx)
+    if ctx.unchanged:
+        return _unchanged_load(ctx, meter)
+    from pipeline.load import combine_groups, load_group
+    from pipeline.progress import QUIET
+
+    progress = progress or QUIET
+    started = time.monotonic()
+    progress.step("list the inventory")
+    plan = _load_plan(ctx, None)
+    progress.done(f"{len(plan.files)} file(s), {plan.input_rows:,} rows")
+    group = load_group(plan, 0, ctx.work, progress=progress)
+    result = combine_groups(plan, [group], ctx.work, progress=progress, started=started)
+    meter.read(rows=result.input_rows, files=len(result.files))
+    return _after_load(ctx, result, meter, progress)
+
+
+def load_groups_step(ctx: RunContext) -> list[int]:
+    """The DAG's first load task: lists the inventory, reads its files' footers and cuts
+    them into groups of about `load_group_rows` rows (pipeline.load.LoadPlan, saved for
+    the normalize tasks); the groups' numbers, none for an unchanged run."""
+    renew_lease(ctx)
+    if ctx.unchanged:
+        return []
+    plan = _load_plan(ctx, ctx.options.load_group_rows or environment().load_group_rows)
+    _save(ctx, LOAD_PLAN_JSON, asdict(plan))
+    log.info("load: %d file(s), %s rows, in %d group(s) of files", len(plan.files),
+             f"{plan.input_rows:,}", len(plan.groups))
+    return list(range(len(plan.groups)))
+
+
+def _read_load_plan(ctx: RunContext) -> Any:
+    from pipeline.load import LoadPlan
+
+    return LoadPlan(**_read(ctx, LOAD_PLAN_JSON))
+
+
+def load_group_step(ctx: RunContext, group: int) -> LoadGroupCounts:
+    """Normalises and validates one group of the inventory's files (the DAG's mapped
+    normalize task): writes its rows, cut by diff partition, and `load-NNNNN.json`."""
+    from pipeline.load import load_group
+
+    meter = Meter()
+    plan = _read_load_plan(ctx)
+    result = load_group(plan, group, ctx.work)
+    meter.read(rows=result.rows, files=result.files)
+    LOAD_GROUP_RESULTS.write(_work(ctx), group, len(plan.groups), asdict(result))
+    return LoadGroupCounts(group=group, rows=result.rows, files=result.files,
+                           seconds=result.seconds, io=meter.done())
+
+
+def load_combine_step(ctx: RunContext) -> LoadCounts:
+    """The DAG's load task after its normalize tasks: adds up their counts, finds the
+    duplicates among their rows (a read of every row's URL hash), applies the reject
+    guard; as load_step after its one group. Its `io`: the normalised files it read (every
+    row's URL hash, and the rejected rows), and the live snapshot's rows where it counts
     them by diff partition."""
     meter = Meter()
     renew_lease(ctx)
     if ctx.unchanged:
-        c = _live_counts(ctx)
-        return LoadCounts(input_rows=c["input_rows"], valid_rows=c["published"],
-                          rejected=c["rejected"], rejected_rows=c["rejected_rows"],
-                          not_indexable=c.get("not_indexable", 0),
-                          dropped_fields=c["dropped_fields"], seconds=0.0, diff_partitions=0,
-                          io=meter.done())
+        return _unchanged_load(ctx, meter)
+    from pipeline.load import GroupResult, combine_groups
+
+    started = time.monotonic()
+    plan = _read_load_plan(ctx)
+    groups = [GroupResult(**{k: v for k, v in r.items() if k != "groups"}) for r in
+              LOAD_GROUP_RESULTS.gather(_work(ctx), len(plan.groups), len(plan.groups),
+                                        where=ctx.work)]
+    result = combine_groups(plan, groups, ctx.work, started=started)
+    meter.read(rows=result.input_rows, files=len(result.normalized_uris))
+    return _after_load(ctx, result, meter, None)
+
+
+def _after_load(ctx: RunContext, result: Any, meter: Meter, progress: Any) -> LoadCounts:
+    """load's counts from its LoadResult: the unchanged sections, each diff partition's
+    snapshot rows, `load.json`, the reject guard."""
     from pipeline import unchanged
     from pipeline.diff import (
         SNAPSHOT_SPLIT_PARTITIONS,
-        partitions_for,
         previous_partition_rows,
         split_snapshot,
     )
-    from pipeline.load import load
     from pipeline.progress import QUIET
 
-    # The partitions are chosen from the inventory's rows before load, which cuts the rows
-    # it writes by them (ValidRows.split).
     progress = progress or QUIET
-    result = load(ctx.options.inventory, ctx.site_url, ctx.work,
-                  section_depth=ctx.options.section_depth,
-                  keep_deprecated_tags=ctx.options.keep_deprecated_tags,
-                  max_line_bytes=ctx.options.limits.body_budget
-                  if ctx.options.format == "xml" else None,
-                  progress=progress,
-                  diff_partitions=lambda rows: ctx.options.diff_partitions or partitions_for(
-                      rows, first_run=not ctx.snapshot),
-                  bucket_sections=not ctx.snapshot,
-                  # the rows' hashes also make each section's identity, which the next
-                  # run compares with (pipeline.unchanged): not for a dry run
-                  row_hashes=ctx.identity_at_load or (
-                      ctx.options.check_writable and not ctx.options.compare_snapshot))
-    meter.read(rows=result.input_rows, files=len(result.files))
     # The inventory listed again once its rows are read: publish records begin's listing
     # with these rows' sums only when it is still the same. A file rewritten during the
     # load and put back to its old bytes (so its old ETag) later would otherwise match

@@ -10,16 +10,20 @@
 -- position: the input's identity (pipeline.unchanged) is the same for the same rows in any
 -- order, so a rule by position could publish another row for an input the unchanged skip
 -- calls the same. Only the rows of a repeated hash are ranked; the result is one row per
--- duplicate with the fields its reject gives (rejected_rows).
+-- duplicate with the fields its reject gives (rejected_rows) and those load counts
+-- (classified_counts: pipeline.load.combine_groups moves them out of the rows to publish).
 -- Parameters: none.
 WITH candidates AS (
     SELECT *
     FROM dedupe_group
     WHERE url_hash IN (SELECT url_hash FROM repeated_url_hashes)
 )
-SELECT row_id, url, lastmod, original_url, changefreq, priority
+SELECT * EXCLUDE (rank)
 FROM (
-    SELECT row_id, url, lastmod, original_url, changefreq, priority,
+    SELECT row_id, url, lastmod, original_url, changefreq, priority, reason, raw_section,
+           lastmod_raw_invalid, changefreq_invalid, priority_invalid, images_dropped,
+           videos_dropped, alternates_dropped, deprecated_tags, extension_fields_invalid,
+           news_dropped, _input_row_hash,
            row_number() OVER (
                PARTITION BY url ORDER BY lastmod DESC NULLS LAST,
                hash(*COLUMNS(lambda c: c NOT IN ('row_id', '_input_row_hash'))),

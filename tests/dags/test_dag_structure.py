@@ -13,7 +13,7 @@ from tests.dags.airflow_env import DAGS_FOLDER, ROOT, new_home, requires_airflow
 
 pytestmark = requires_airflow
 
-TASKS = ["rollback", "begin", "load", "diff_partitions", "diff", "diff_counts", "plan_slices", "plan",
+TASKS = ["rollback", "begin", "load_groups", "normalize", "load", "diff_partitions", "diff", "diff_counts", "plan_slices", "plan",
          "plan_counts", "render", "state", "publish", "announce", "gc", "notify", "finish"]
 
 TWO_SITES = """
@@ -134,6 +134,10 @@ def test_one_dag_per_site_with_the_expected_shape(bags: dict[str, dict]) -> None
         assert t["render"]["mapped"] and not t["publish"]["mapped"]
         # The state (the snapshot) needs only the plan: one task beside render's.
         assert not t["state"]["mapped"]
+        # normalize is mapped over groups of inventory files; load adds them up, and runs
+        # when normalize is mapped over none (an unchanged run).
+        assert t["normalize"]["mapped"] and not t["load_groups"]["mapped"]
+        assert not t["load"]["mapped"] and t["load"]["trigger_rule"] == "none_failed"
         # diff is mapped over hash partitions of the URLs; diff_counts adds them up.
         assert t["diff"]["mapped"] and not t["diff_counts"]["mapped"]
         # plan is mapped over the plan's slices; plan_counts gathers and numbers them.
@@ -146,7 +150,9 @@ def test_one_dag_per_site_with_the_expected_shape(bags: dict[str, dict]) -> None
         assert t["gc"]["trigger_rule"] == "all_success"
         # A rollback run stops at the short circuit before begin: nothing else runs.
         assert t["begin"]["upstream"] == ["rollback"] and t["rollback"]["upstream"] == []
-        assert t["load"]["upstream"] == ["begin"]
+        assert t["load_groups"]["upstream"] == ["begin"]
+        assert t["normalize"]["upstream"] == ["begin", "load_groups"]
+        assert t["load"]["upstream"] == ["begin", "normalize"]
         assert t["diff_partitions"]["upstream"] == ["begin", "load"]
         assert t["diff"]["upstream"] == ["begin", "diff_partitions"]
         assert t["diff_counts"]["upstream"] == ["begin", "diff"]

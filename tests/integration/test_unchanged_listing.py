@@ -140,16 +140,16 @@ def test_a_file_rewritten_during_the_load_and_put_back_later_is_read_again(
     inv, out = s3_bucket.url("inv"), s3_bucket.url("out")
     first = _run(inv, out, 0)
 
-    real_load = load_module.load
+    real_load = load_module.load_group
 
     def rewritten_while_loading(*args: Any, **kwargs: Any) -> Any:
         s3_bucket.client.upload_file(b, s3_bucket.name, "inv/part.parquet")
         return real_load(*args, **kwargs)
 
-    monkeypatch.setattr(load_module, "load", rewritten_while_loading)
+    monkeypatch.setattr(load_module, "load_group", rewritten_while_loading)
     during = _run(inv, out, 1, force=True)  # begin lists A; load reads B
     assert during["published"] and during["counts"]["changed"] == 1
-    monkeypatch.setattr(load_module, "load", real_load)
+    monkeypatch.setattr(load_module, "load_group", real_load)
     s3_bucket.client.upload_file(a, s3_bucket.name, "inv/part.parquet")  # A back: A's ETag
     after = _run(inv, out, 2)
     assert not after.get("unchanged") and after["published"]
