@@ -173,7 +173,7 @@ def test_dag_run_publishes_what_the_cli_publishes(
     # The inventory's rows and the options are the live generation's (pipeline.unchanged):
     # begin says so, load reads nothing and the work tasks are mapped over nothing.
     assert states[("load", -1)] == ("success", 1), states
-    for task_id in ("diff", "diff_counts", "plan_slices", "plan", "plan_counts"):
+    for task_id in ("normalize", "diff", "diff_counts", "plan_slices", "plan", "plan_counts"):
         assert states[(task_id, -1)][0] == "skipped", (task_id, states)
     assert env.query("SELECT count(*) FROM asset_event") == [(1,)]
     assert read_output(s3_bucket.url("dag/"), max_urls=MAX_URLS).manifest["generation"] == \
@@ -242,10 +242,11 @@ def test_terminal_error_fails_at_once_and_publishes_nothing(
     assert env.run_states("sitemaps_broken") == ["failed"]
     states = env.task_states("sitemaps_broken")
     assert states[("begin", -1)] == ("success", 1)
-    assert states[("load", -1)] == ("failed", 1), states  # first try, no retry
+    # the schema is checked from the files' footers, before any group is normalised
+    assert states[("load_groups", -1)] == ("failed", 1), states  # first try, no retry
     assert "up_for_retry" not in out
-    for task_id in ("diff_partitions", "diff", "diff_counts", "plan_slices", "plan",
-                    "plan_counts", "publish", "finish"):
+    for task_id in ("normalize", "load", "diff_partitions", "diff", "diff_counts",
+                    "plan_slices", "plan", "plan_counts", "publish", "finish"):
         assert states[(task_id, -1)][0] == "upstream_failed", states
     # The reason, as the task log's last error line.
     reason = "the inventory's `url` column is BIGINT; it must be a string"
@@ -291,9 +292,10 @@ def test_dry_run_plans_and_publishes_nothing(
     print(f"airflow dags test: {seconds:.1f} s")
     assert rc == 0, tail(out)
     states = env.task_states("sitemaps_dry")
-    for task_id in ("begin", "load", "diff_partitions", "diff_counts", "plan_slices",
-                    "plan_counts", "finish"):
+    for task_id in ("begin", "load_groups", "load", "diff_partitions", "diff_counts",
+                    "plan_slices", "plan_counts", "finish"):
         assert states[(task_id, -1)] == ("success", 1), states
+    assert states[("normalize", 0)] == ("success", 1), states  # one group of files
     assert states[("diff", 0)] == ("success", 1), states  # one partition: one mapped diff
     assert states[("plan", 0)] == ("success", 1), states  # one slice: one mapped plan
     for task_id in ("render", "publish", "announce", "gc"):

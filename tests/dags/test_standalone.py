@@ -154,7 +154,8 @@ aws_conn_id = "{stack.CONN_ID}"
         # What `stack.sh up --trigger` does: unpause, and exactly one run (unpausing makes
         # the latest cron tick's run; another trigger would queue a second behind it).
         first_run = stack.trigger_demo(airflow, DAG_ID)
-        # The other site's run starts now too: its load fails, there is no inventory yet.
+        # The other site's run starts now too: its load_groups fails, there is no inventory
+        # yet.
         resume_run = stack.trigger_demo(airflow, RESUME_DAG_ID)
 
         # What the upstream inventory job does when it has written a new inventory.
@@ -253,9 +254,9 @@ def _tries(airflow: Any, token: str, dag_id: str, run_id: str) -> dict[str, tupl
 
 def _resume_by_clearing_the_failed_task(airflow: Any, token: str, run_id: str,
                                         s3_bucket: S3Bucket, tmp_path: Path, home: Path) -> None:
-    """The run failed at load, on its first try (an inventory that matches no object is an
-    error to fix, not to retry); its work files are kept. Write the inventory, clear load
-    and what follows it (as the UI's Clear does, downstream included): the same run goes
+    """The run failed at load_groups, on its first try (an inventory that matches no object
+    is an error to fix, not to retry); its work files are kept. Write the inventory, clear
+    load_groups and what follows it (as the UI's Clear does, downstream included): the same run goes
     on from begin's context (its run time and generation), and publishes."""
     def finished() -> dict[str, Any] | None:
         r = _run_of(airflow, token, RESUME_DAG_ID, run_id)
@@ -264,7 +265,7 @@ def _resume_by_clearing_the_failed_task(airflow: Any, token: str, run_id: str,
     failed = _wait("the resume site's run to fail", RUN_TIMEOUT, finished, 3)
     tries = _tries(airflow, token, RESUME_DAG_ID, run_id)
     assert failed["state"] == "failed", (failed, tries)
-    assert tries["begin"] == ("success", 1) and tries["load"] == ("failed", 1), tries
+    assert tries["begin"] == ("success", 1) and tries["load_groups"] == ("failed", 1), tries
     assert tries["publish"][0] == tries["finish"][0] == "upstream_failed", tries
     def keys(prefix: str) -> list[str]:
         listed = s3_bucket.client.list_objects_v2(Bucket=s3_bucket.name, Prefix=prefix)
@@ -276,7 +277,7 @@ def _resume_by_clearing_the_failed_task(airflow: Any, token: str, run_id: str,
 
     inventory = make_inventory(tmp_path / "late.parquet", URLS)
     s3_bucket.client.upload_file(str(inventory), s3_bucket.name, LATE_INVENTORY)
-    body = {"dry_run": False, "dag_run_id": run_id, "task_ids": ["load"],
+    body = {"dry_run": False, "dag_run_id": run_id, "task_ids": ["load_groups"],
             "include_downstream": True, "only_failed": False}
     for attempt in range(6):  # SQLite may answer "database is locked" (HTTP 500)
         try:
@@ -286,20 +287,21 @@ def _resume_by_clearing_the_failed_task(airflow: Any, token: str, run_id: str,
         except stack.StackError as exc:
             if "HTTP 500" not in str(exc) or attempt == 5:
                 raise
-            if _tries(airflow, token, RESUME_DAG_ID, run_id)["load"][0] != "failed":
+            if _tries(airflow, token, RESUME_DAG_ID, run_id)["load_groups"][0] != "failed":
                 cleared = None  # it was cleared; only the answer failed
                 break
             time.sleep(2)
     if cleared is not None:
         assert "begin" not in {ti["task_id"] for ti in cleared}
-        assert {"load", "diff", "plan", "render", "publish", "finish"} <= {
+        assert {"load_groups", "normalize", "load", "diff", "plan", "render", "publish",
+                "finish"} <= {
             ti["task_id"] for ti in cleared}
 
     resumed = _wait("the cleared run to finish", RUN_TIMEOUT, finished, 3)
     tries = _tries(airflow, token, RESUME_DAG_ID, run_id)
     assert resumed["state"] == "success", (resumed, tries, _task_logs(home))
     assert tries["begin"] == ("success", 1), tries  # not run again: its context goes on
-    assert tries["load"] == ("success", 2), tries
+    assert tries["load_groups"] == ("success", 2), tries
     assert tries["publish"][0] == tries["finish"][0] == "success", tries
 
     # Stamped with the run time begin chose when the run first started, not the cleared
