@@ -13,8 +13,9 @@ from tests.dags.airflow_env import DAGS_FOLDER, ROOT, new_home, requires_airflow
 
 pytestmark = requires_airflow
 
-TASKS = ["rollback", "begin", "load_groups", "normalize", "load", "diff_partitions", "diff", "diff_counts", "plan_slices", "plan",
-         "plan_counts", "render", "state", "publish", "announce", "gc", "notify", "finish"]
+TASKS = ["rollback", "begin", "load_groups", "normalize", "load", "diff_partitions", "diff",
+         "diff_counts", "plan_slices", "plan", "plan_counts", "render", "state", "publish",
+         "announce", "gc", "notify", "finish"]
 
 TWO_SITES = """
 [defaults]
