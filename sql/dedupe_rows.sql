@@ -10,8 +10,9 @@
 -- position: the input's identity (pipeline.unchanged) is the same for the same rows in any
 -- order, so a rule by position could publish another row for an input the unchanged skip
 -- calls the same. Only the rows of a repeated hash are ranked; the result is one row per
--- duplicate with the fields its reject gives (rejected_rows) and those load counts
--- (classified_counts: pipeline.load.combine_groups moves them out of the rows to publish).
+-- duplicate with all its columns: those its reject gives (rejected_rows) and those load
+-- counts (classified_counts: pipeline.load.combine_groups moves them out of the rows to
+-- publish). Duplicates are few; they are kept in a table for the run.
 -- Parameters: none.
 WITH candidates AS (
     SELECT *
@@ -20,10 +21,7 @@ WITH candidates AS (
 )
 SELECT * EXCLUDE (rank)
 FROM (
-    SELECT row_id, url, lastmod, original_url, changefreq, priority, reason, raw_section,
-           lastmod_raw_invalid, changefreq_invalid, priority_invalid, images_dropped,
-           videos_dropped, alternates_dropped, deprecated_tags, extension_fields_invalid,
-           news_dropped, _input_row_hash,
+    SELECT *,
            row_number() OVER (
                PARTITION BY url ORDER BY lastmod DESC NULLS LAST,
                hash(*COLUMNS(lambda c: c NOT IN ('row_id', '_input_row_hash'))),

@@ -68,7 +68,8 @@ def test_dedupe_keeps_newest_lastmod_then_one_content(con: duckdb.DuckDBPyConnec
     assert got == [(1, "duplicate"), (2, None), (3, None), (4, "duplicate"), (5, "empty"),
                    (6, None)]
     # each duplicate with its own fields, as its reject gives them (rejected_rows)
-    assert con.sql("SELECT * FROM duplicate_rows ORDER BY row_id").fetchall() == [
+    assert con.sql("SELECT row_id, url, lastmod, original_url, changefreq, priority "
+                   "FROM duplicate_rows ORDER BY row_id").fetchall() == [
         (1, "u1", EARLIER, " u1", "daily", 0.5), (4, "u2", None, None, None, None)]
 
 
