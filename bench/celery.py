@@ -5,8 +5,11 @@ SeaweedFS, the Airflow api-server, scheduler, dag-processor, triggerer and N Cel
 with one task slot each), uploads a demo inventory of ``--urls`` rows to its S3, unpauses
 the site's DAG (which makes the run of the last nightly tick), waits for the run and records,
 from the REST API: the run's wall time (start to end), each task instance's duration and
-worker, the render tasks' busy time per worker, and the published counts and bytes (from the
-run's asset summary, the manifest). Then stops the cluster.
+worker, and the `io` of its XCom return value (rows and files read, bytes read and written:
+pipeline.taskio; None for a task that returns no such dict), the render tasks' busy time per
+worker, and the published counts and bytes (from the run's asset summary, the manifest).
+Then stops the cluster. The JSON also has the inventory's rows (`inventory_rows`, from its
+Parquet footer); `bench/project.py` projects one run's task times to a larger inventory.
 
     .venv/bin/python bench/celery.py --urls 10000000 --workers 1 2 --json r.json
 
@@ -101,6 +104,8 @@ def one_run(mod: Any, root: Path, inventory: Path, workers: int, batch_bytes: in
                          "try": ti["try_number"], "seconds": _seconds(ti),
                          "start": ti["start_date"]} for ti in tis),
                        key=lambda r: (r["start"] or "", r["map_index"]))
+        for t in tasks:  # what each task read and wrote, for bench/project.py's scaling
+            t["io"] = _task_io(cluster, token, run_id, t) if t["state"] == "success" else None
         summary: dict[str, Any] = {}
         try:  # the publish task's asset event carries the run's summary
             events = cluster.call("GET", "/api/v2/assets/events?limit=10&order_by=-timestamp",
@@ -120,6 +125,24 @@ def one_run(mod: Any, root: Path, inventory: Path, workers: int, batch_bytes: in
         "render_tasks": len(renders), "render_seconds_by_worker": per_worker,
         "render_span_seconds": _span(renders), "summary": summary,
     }
+
+
+def _task_io(cluster: Any, token: str, run_id: str, t: dict[str, Any]) -> dict[str, Any] | None:
+    """The `io` of the task instance's XCom return value (pipeline.taskio.TaskIO as a dict),
+    or None when it returns no dict with one (the lists of partitions and slices, finish)."""
+    path = (f"/api/v2/dags/{DAG_ID}/dagRuns/{run_id}/taskInstances/{t['task']}"
+            f"/xcomEntries/return_value?map_index={t['map_index']}")
+    try:
+        value = cluster.call("GET", path, token=token)["value"]
+    except Exception:  # no return value (HTTP 404): nothing to record
+        return None
+    if isinstance(value, str):  # the raw stored value: JSON text
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return None
+    io = value.get("io") if isinstance(value, dict) else None
+    return io if isinstance(io, dict) else None
 
 
 def _span(tis: list[dict[str, Any]]) -> float | None:
@@ -169,6 +192,8 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
 
     sys.path.insert(0, str(ROOT))
+    import pyarrow.parquet as pq
+
     from pipeline.demo import make_inventory
 
     mod = _load_cluster()
@@ -178,12 +203,14 @@ def main(argv: list[str] | None = None) -> int:
         t = time.monotonic()
         inventory = make_inventory(base / "inventory.parquet", args.urls, site=SITE)
         print(f"# inventory: {args.urls:,} rows in {time.monotonic() - t:.0f} s", file=sys.stderr)
+        inventory_rows = pq.ParquetFile(inventory).metadata.num_rows  # as written, not as asked
         results = []
         for n in args.workers:
             print(f"# {n} worker(s) ...", file=sys.stderr)
             r = one_run(mod, base / f"workers-{n}", inventory, n, args.render_batch_bytes,
                         args.timeout, args.diff_partitions, args.plan_slice_rows)
             r["urls"] = args.urls
+            r["inventory_rows"] = inventory_rows
             print(f"# {n} worker(s): {r['state']} in {r['run_seconds']:.0f} s", file=sys.stderr)
             results.append(r)
     print(markdown(results))
