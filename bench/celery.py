@@ -6,7 +6,8 @@ with one task slot each), uploads a demo inventory of ``--urls`` rows to its S3,
 the site's DAG (which makes the run of the last nightly tick), waits for the run and records,
 from the REST API: the run's wall time (start to end), each task instance's duration and
 worker, and the `io` of its XCom return value (rows and files read, bytes read and written:
-pipeline.taskio; None for a task that returns no such dict), the render tasks' busy time per
+pipeline.taskio; None for a task that returns no such dict) with the value's other numbers
+(`counts`: render's urls and bytes, load's rows, ...), the render tasks' busy time per
 worker, and the published counts and bytes (from the run's asset summary, the manifest).
 Then stops the cluster. The JSON also has the inventory's rows (`inventory_rows`, from its
 Parquet footer); `bench/project.py` projects one run's task times to a larger inventory.
@@ -105,7 +106,12 @@ def one_run(mod: Any, root: Path, inventory: Path, workers: int, batch_bytes: in
                          "start": ti["start_date"]} for ti in tis),
                        key=lambda r: (r["start"] or "", r["map_index"]))
         for t in tasks:  # what each task read and wrote, for bench/project.py's scaling
-            t["io"] = _task_io(cluster, token, run_id, t) if t["state"] == "success" else None
+            result = _task_result(cluster, token, run_id, t) if t["state"] == "success" else {}
+            io = result.get("io")
+            t["io"] = io if isinstance(io, dict) else None
+            # its counts (render: urls, bytes of <url> lines; load: input and valid rows)
+            t["counts"] = {k: v for k, v in result.items()
+                           if isinstance(v, int | float) and not isinstance(v, bool)}
         summary: dict[str, Any] = {}
         try:  # the publish task's asset event carries the run's summary
             events = cluster.call("GET", "/api/v2/assets/events?limit=10&order_by=-timestamp",
@@ -124,25 +130,28 @@ def one_run(mod: Any, root: Path, inventory: Path, workers: int, batch_bytes: in
         "run_seconds": _seconds(dag_run), "tasks": tasks,
         "render_tasks": len(renders), "render_seconds_by_worker": per_worker,
         "render_span_seconds": _span(renders), "summary": summary,
+        # the site's task-count options (None: the DAG's default), for bench/project.py
+        "options": {"render_batch_bytes": batch_bytes, "diff_partitions": diff_partitions,
+                    "plan_slice_rows": plan_slice_rows},
     }
 
 
-def _task_io(cluster: Any, token: str, run_id: str, t: dict[str, Any]) -> dict[str, Any] | None:
-    """The `io` of the task instance's XCom return value (pipeline.taskio.TaskIO as a dict),
-    or None when it returns no dict with one (the lists of partitions and slices, finish)."""
+def _task_result(cluster: Any, token: str, run_id: str, t: dict[str, Any]) -> dict[str, Any]:
+    """The task instance's XCom return value when it is a dict (a step's result, whose `io`
+    is pipeline.taskio.TaskIO as a dict), else {} (the lists of partitions and slices,
+    finish's None)."""
     path = (f"/api/v2/dags/{DAG_ID}/dagRuns/{run_id}/taskInstances/{t['task']}"
             f"/xcomEntries/return_value?map_index={t['map_index']}")
     try:
         value = cluster.call("GET", path, token=token)["value"]
     except Exception:  # no return value (HTTP 404): nothing to record
-        return None
+        return {}
     if isinstance(value, str):  # the raw stored value: JSON text
         try:
             value = json.loads(value)
         except ValueError:
-            return None
-    io = value.get("io") if isinstance(value, dict) else None
-    return io if isinstance(io, dict) else None
+            return {}
+    return value if isinstance(value, dict) else {}
 
 
 def _span(tis: list[dict[str, Any]]) -> float | None:
