@@ -105,13 +105,14 @@ def one_run(mod: Any, root: Path, inventory: Path, workers: int, batch_bytes: in
                          "try": ti["try_number"], "seconds": _seconds(ti),
                          "start": ti["start_date"]} for ti in tis),
                        key=lambda r: (r["start"] or "", r["map_index"]))
-        for t in tasks:  # what each task read and wrote, for bench/project.py's scaling
-            result = _task_result(cluster, token, run_id, t) if t["state"] == "success" else {}
+        for row in tasks:  # what each task read and wrote, for bench/project.py's scaling
+            result = (_task_result(cluster, token, run_id, row) if row["state"] == "success"
+                      else {})
             io = result.get("io")
-            t["io"] = io if isinstance(io, dict) else None
+            row["io"] = io if isinstance(io, dict) else None
             # its counts (render: urls, bytes of <url> lines; load: input and valid rows)
-            t["counts"] = {k: v for k, v in result.items()
-                           if isinstance(v, int | float) and not isinstance(v, bool)}
+            row["counts"] = {k: v for k, v in result.items()
+                             if isinstance(v, int | float) and not isinstance(v, bool)}
         summary: dict[str, Any] = {}
         try:  # the publish task's asset event carries the run's summary
             events = cluster.call("GET", "/api/v2/assets/events?limit=10&order_by=-timestamp",
@@ -160,7 +161,7 @@ def _span(tis: list[dict[str, Any]]) -> float | None:
     if not done:
         return None
     starts = [datetime.fromisoformat(t["start"].replace("Z", "+00:00")).timestamp() for t in done]
-    ends = [s + t["seconds"] for s, t in zip(starts, done, strict=True)]
+    ends = [s + float(t["seconds"]) for s, t in zip(starts, done, strict=True)]
     return round(max(ends) - min(starts), 1)
 
 

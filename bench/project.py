@@ -121,7 +121,8 @@ class Stage:
 def load_run(path: Path, index: int = -1) -> dict[str, Any]:
     """One run of a celery.py JSON (a list of runs, one per worker count): the last one."""
     data = json.loads(path.read_text())
-    return data[index] if isinstance(data, list) else data
+    run: dict[str, Any] = data[index] if isinstance(data, list) else data
+    return run
 
 
 def measured_rows(run: dict[str, Any]) -> int:
@@ -191,7 +192,7 @@ def head_tail_seconds(run: dict[str, Any]) -> float:
     tasks = _done(run)
     if not run.get("run_seconds") or not tasks:
         return 0.0
-    span = (max(_time(t["start"]) + t["seconds"] for t in tasks)
+    span = (max(_time(t["start"]) + float(t["seconds"]) for t in tasks)
             - min(_time(t["start"]) for t in tasks))
     return max(0.0, float(run["run_seconds"]) - span)
 
@@ -206,13 +207,13 @@ def task_count(stage: Stage, run: dict[str, Any], opts: Options, ratio: float) -
         if opts.diff_partitions:
             return opts.diff_partitions
         from pipeline.diff import partitions_for
-        return partitions_for(target)
+        return int(partitions_for(target))
     if stage.task == "plan":
         return max(1, math.ceil(stage.rows_read * ratio / opts.plan_slice_rows))
     if stage.task == "render":
         if opts.render_batch_urls:
             return max(1, math.ceil(stage.rows_read * ratio / opts.render_batch_urls))
-        body = sum((t.get("counts") or {}).get("bytes", 0) for t in tasks)
+        body = sum(int((t.get("counts") or {}).get("bytes", 0)) for t in tasks)
         if not body:
             raise SystemExit("render: the run has no `bytes` of its render tasks (a celery.py "
                              "JSON from before they were kept): pass --render-batch-urls")
