@@ -25,6 +25,13 @@ by how much, from task times measured on a small one. What it assumes:
   whatever it read; a first run's diff is kept by default: it takes load's counts and
   reads no row, though its `io` counts them, and a first run has one diff partition at any
   size (pipeline.diff.partitions_for).
+- **Marginal cost** (`--smaller JSON`). Linear scaling from a small run also multiplies
+  what a step spends regardless of its rows (DuckDB's start, a few S3 round trips inside
+  the step), which the fixed cost of a task does not cover. Given a second run of fewer
+  rows whose options were scaled down alike (the same number of tasks a stage), a stage
+  that read rows grows instead by its marginal cost: measured work + (work - the smaller
+  run's work) / (rows - its rows) x (target - rows); linear scaling where the difference
+  is not positive (noise).
 - **Task counts at the target.** normalize: target rows / `--load-group-rows`; diff:
   `--diff-partitions` (default: pipeline.diff.partitions_for at the target, in this
   process's memory budget: about 6.1M rows a partition under the default 1.5 GB, 164 at
@@ -226,9 +233,17 @@ def task_count(stage: Stage, run: dict[str, Any], opts: Options, ratio: float) -
     return max(1, math.ceil(stage.measured_tasks * ratio))
 
 
-def scale(run: dict[str, Any], opts: Options) -> tuple[list[list[Stage]], float]:
+def _work(tasks: list[dict[str, Any]], tid: str, overhead: float) -> float | None:
+    """The stage's measured work: its tasks' seconds less their fixed cost (None: absent)."""
+    mine = [float(t["seconds"]) for t in tasks if t["task"] == tid]
+    return max(0.0, sum(mine) - overhead * len(mine)) if mine else None
+
+
+def scale(run: dict[str, Any], opts: Options,
+          smaller: dict[str, Any] | None = None) -> tuple[list[list[Stage]], float]:
     """The stages at the target size, in groups that run beside each other; and the fixed
-    cost of a task used."""
+    cost of a task used. With `smaller` (a run of fewer rows, the same options scaled down),
+    a stage that read rows grows by its marginal cost between the two runs."""
     tasks = _done(run)
     rows = measured_rows(run)
     ratio = opts.target_rows / rows
@@ -244,7 +259,14 @@ def scale(run: dict[str, Any], opts: Options) -> tuple[list[list[Stage]], float]
                           measured_tasks=len(mine), measured_seconds=sum(durations),
                           rows_read=sum(int((t.get("io") or {}).get("rows_read", 0))
                                         for t in mine))
-            work = max(0.0, stage.measured_seconds - overhead * len(mine)) * ratio
+            measured_work = _work(tasks, tid, overhead) or 0.0
+            work, basis = measured_work * ratio, "rows"
+            small = _work(_done(smaller), tid, overhead) if smaller else None
+            if smaller and small is not None and measured_rows(smaller) < rows:
+                per_row = (measured_work - small) / (rows - measured_rows(smaller))
+                if per_row > 0:  # noise can make it 0 or less: then the linear scaling
+                    work = measured_work + per_row * (opts.target_rows - rows)
+                    basis = "rows, marginal"
             if tid in fixed:
                 stage.basis = "as measured (first run)" if opts.fixed is None else "as measured"
                 stage.task_seconds = durations
@@ -253,10 +275,10 @@ def scale(run: dict[str, Any], opts: Options) -> tuple[list[list[Stage]], float]
                 stage.task_seconds = durations
             elif stage.mapped:
                 count = task_count(stage, run, opts, ratio)
-                stage.basis = "rows"
+                stage.basis = basis
                 stage.task_seconds = [work / count + overhead] * count
             else:
-                stage.basis = "rows"
+                stage.basis = basis
                 stage.task_seconds = [work + overhead]
             group.append(stage)
         out.append(group)
@@ -288,9 +310,10 @@ def schedule(groups: list[list[Stage]], slots: int, dispatch: float,
     return now
 
 
-def project(run: dict[str, Any], opts: Options) -> dict[str, Any]:
+def project(run: dict[str, Any], opts: Options,
+            smaller: dict[str, Any] | None = None) -> dict[str, Any]:
     """The projection as a dict (what --json writes)."""
-    groups, overhead = scale(run, opts)
+    groups, overhead = scale(run, opts, smaller)
     order = [tuple(s.task for s in g) for g in groups]
     gaps = stage_gaps(run, order)
     dispatch = dispatch_seconds(run)
@@ -308,6 +331,7 @@ def project(run: dict[str, Any], opts: Options) -> dict[str, Any]:
     return {
         "measured_rows": measured_rows(run), "measured_workers": run.get("workers"),
         "measured_run_seconds": run.get("run_seconds"), "options": asdict(opts),
+        "smaller_rows": measured_rows(smaller) if smaller else None,
         "overhead_seconds": overhead, "dispatch_seconds": dispatch,
         "gap_seconds": sum(gaps), "head_tail_seconds": head_tail, "first_run": first_run(run),
         "stages": [asdict(s) | {"tasks": len(s.task_seconds)} for g in groups for s in g],
@@ -323,7 +347,10 @@ def _seconds(x: float) -> str:
 
 def markdown(p: dict[str, Any]) -> str:
     o = p["options"]
-    lines = [f"Projection of a {p['measured_rows']:,}-row run to {o['target_rows']:,} rows on "
+    marginal = (f" (marginal cost from a {p['smaller_rows']:,}-row run)"
+                if p["smaller_rows"] else "")
+    lines = [f"Projection of a {p['measured_rows']:,}-row run{marginal} to "
+             f"{o['target_rows']:,} rows on "
              f"{o['workers']} workers x {o['slots']} slot(s); a task's fixed cost "
              f"{p['overhead_seconds']:.2f} s, dispatch {p['dispatch_seconds']:.2f} s, "
              f"gaps between stages {p['gap_seconds']:.1f} s and the run's head and tail "
@@ -376,6 +403,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--fixed", nargs="*", default=None, metavar="TASK",
                    help="stages kept as measured (default: diff on a first run; give the "
                         "flag alone to scale every stage by its io)")
+    p.add_argument("--smaller", type=Path, default=None, metavar="JSON",
+                   help="a celery.py JSON of fewer rows (its task-count options scaled down "
+                        "alike): stages grow by their marginal cost between the two runs")
     p.add_argument("--json", type=Path, help="write the projection as JSON to this file")
     args = p.parse_args(argv)
     opts = Options(target_rows=args.target_rows, workers=args.workers, slots=args.slots,
@@ -385,7 +415,8 @@ def main(argv: list[str] | None = None) -> int:
                    render_batch_urls=args.render_batch_urls,
                    max_map_length=args.max_map_length, overhead=args.overhead,
                    fixed=args.fixed)
-    result = project(load_run(args.run), opts)
+    result = project(load_run(args.run), opts,
+                     load_run(args.smaller) if args.smaller else None)
     print(markdown(result))
     if args.json:
         args.json.write_text(json.dumps(result, indent=1) + "\n")

@@ -158,3 +158,24 @@ def test_dispatch_wait(project: Any) -> None:
                      _ti("render", 0, 1.0, 1, map_index=3, worker="v")]}
     # on w: 1 -> 3 and 4 -> 4: a mean of 1 s
     assert project.dispatch_seconds(run) == pytest.approx(1.0)
+
+
+def test_marginal_cost_from_a_smaller_run(project: Any) -> None:
+    smaller = {"workers": 2, "run_seconds": 20.0, "urls": 500, "inventory_rows": 500,
+               "tasks": [_ti("begin", 0, 1.0), _ti("load", 1, 8.0, 500),
+                         _ti("plan", 9, 2.5, 200, map_index=0),
+                         _ti("plan", 9, 3.5, 300, map_index=1),
+                         _ti("state", 13, 5.0, 500)]}
+    result = project.project(RUN, _opts(project), smaller)
+    stages = _stages(result)
+    assert result["smaller_rows"] == 500
+    # load: work 10 at 1,000 rows, 7 at 500: 0.006 s a row; 10 + 0.006 x 9,000 = 64, + 1
+    assert stages["load"]["task_seconds"] == [pytest.approx(65.0)]
+    assert stages["load"]["basis"] == "rows, marginal"
+    # plan: work 6 and 4: 0.004 s a row; 6 + 36 = 42 over 4 tasks, + 1 each
+    assert stages["plan"]["task_seconds"] == [pytest.approx(11.5)] * 4
+    # state: more work in the smaller run (4 > 3): linear, as without it
+    assert stages["state"]["task_seconds"] == [pytest.approx(31.0)]
+    assert stages["state"]["basis"] == "rows"
+    # render is not in the smaller run: linear
+    assert stages["render"]["task_seconds"] == [pytest.approx(11.0)] * 3
