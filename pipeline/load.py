@@ -599,6 +599,14 @@ def load(inventory: str, site_url: str, work_uri: str, *, section_depth: int = 1
                      diff_partitions=diff_partitions, bucket_sections=bucket_sections,
                      row_hashes=row_hashes, con=con)
     progress.done(f"{len(plan.files)} file(s), {plan.input_rows:,} rows")
+    return load_planned(plan, work_uri, con=con, progress=progress, started=started)
+
+
+def load_planned(plan: LoadPlan, work_uri: str, *, con: duckdb.DuckDBPyConnection | None = None,
+                 progress: Progress = QUIET, started: float | None = None) -> LoadResult:
+    """Every file of the plan in one group, then combined, in one process and connection
+    (the CLI's load)."""
+    con = con or sql.connect()
     group = load_group(plan, 0, work_uri, con=con, progress=progress)
     return combine_groups(plan, [group], work_uri, con=con, progress=progress, started=started)
 

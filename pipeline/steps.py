@@ -395,7 +395,7 @@ def load_step(ctx: RunContext, progress: Any = None) -> LoadCounts:
     renew_lease(ctx)
     if ctx.unchanged:
         return _unchanged_load(ctx, meter)
-    from pipeline.load import combine_groups, load_group
+    from pipeline.load import load_planned
     from pipeline.progress import QUIET
 
     progress = progress or QUIET
@@ -403,8 +403,7 @@ def load_step(ctx: RunContext, progress: Any = None) -> LoadCounts:
     progress.step("list the inventory")
     plan = _load_plan(ctx, None)
     progress.done(f"{len(plan.files)} file(s), {plan.input_rows:,} rows")
-    group = load_group(plan, 0, ctx.work, progress=progress)
-    result = combine_groups(plan, [group], ctx.work, progress=progress, started=started)
+    result = load_planned(plan, ctx.work, progress=progress, started=started)
     meter.read(rows=result.input_rows, files=len(result.files))
     return _after_load(ctx, result, meter, progress)
 
