@@ -2,7 +2,8 @@
 
 Each DAG runs the steps of `pipeline.steps` as tasks: rollback (a short circuit: a manual
 run with `rollback_to` rolls back and skips the rest), begin, load_groups, normalize (mapped
-over groups of inventory files), load, diff_partitions, diff
+over groups of inventory files), dedupe_parts, dedupe (mapped over parts of the duplicate
+search), load, diff_partitions, diff
 (mapped over hash partitions of the URLs), diff_counts, plan_slices, plan (mapped over the
 plan's slices), plan_counts, render (mapped over the plan's batches), publish, announce (the
 manifest asset event of a new generation), gc, notify, finish. Each task is one call into
@@ -51,7 +52,8 @@ asset `{asset}` is updated. At most one run at a time; no catch-up.
 
 **Stages** (one task each, thin wrappers of `pipeline.steps`): begin, load_groups
 (cuts the inventory's files into groups of about {load_group_rows} rows), normalize (one
-mapped task per group), load (the duplicates, the counts, the reject guard),
+mapped task per group), dedupe_parts (how many), dedupe (one mapped task per part of the
+duplicate search), load (the counts, the rejects, the reject guard),
 diff_partitions (how many), diff (one mapped task per hash partition of the URLs;
 partitions: {diff_partitions}), diff_counts (adds the partitions up), plan_slices
 (cuts the plan into slices of about {plan_slice_rows} rows), plan (one mapped task per
@@ -134,8 +136,17 @@ def build_dag(site: SiteConfig) -> Any:
         def normalize(ctx: dict[str, Any], group: int) -> dict[str, Any]:
             return adapter.normalize(site, ctx, group)
 
-        # none_failed: an unchanged run maps normalize over no group, and load still
-        # reports the live generation's counts
+        # none_failed: an unchanged run maps normalize over no group
+        @task(doc_md=TASK_DOCS["dedupe_parts"], trigger_rule="none_failed")
+        def dedupe_parts(ctx: dict[str, Any]) -> list[int]:
+            return adapter.dedupe_parts(site, ctx)
+
+        @task(doc_md=TASK_DOCS["dedupe"], map_index_template="{{ part_label }}")
+        def dedupe(ctx: dict[str, Any], part: int) -> dict[str, Any]:
+            return adapter.dedupe(site, ctx, part)
+
+        # none_failed: an unchanged run maps dedupe over no part, and load still reports
+        # the live generation's counts
         @task(doc_md=TASK_DOCS["load"], trigger_rule="none_failed")
         def load(ctx: dict[str, Any]) -> dict[str, Any]:
             return adapter.load(site, ctx)
@@ -201,9 +212,12 @@ def build_dag(site: SiteConfig) -> Any:
         rollback() >> ctx
         groups = load_groups(ctx)
         normalized = normalize.partial(ctx=ctx).expand(group=groups)
+        parts = dedupe_parts(ctx)
+        normalized >> parts
+        deduped = dedupe.partial(ctx=ctx).expand(part=parts)
         partitions = diff_partitions(ctx)
         diffed = diff.partial(ctx=ctx).expand(partition=partitions)
-        chain(normalized, load(ctx), partitions)
+        chain(deduped, load(ctx), partitions)
         slices = plan_slices(ctx)
         chain(diffed, diff_counts(ctx), slices)
         planned = plan.partial(ctx=ctx).expand(slice=slices)

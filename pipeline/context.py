@@ -150,6 +150,24 @@ class LoadGroupCounts(StepResult):
 
 
 @dataclass(frozen=True)
+class DedupeCounts(StepResult):
+    """One part of the duplicate search (the DAG's dedupe task)."""
+
+    part: int
+    #: The URL hashes it read (its own partitions' rows) and their files.
+    rows: int
+    files: int
+    duplicates: int
+    seconds: float
+    #: What the step read and wrote (pipeline.taskio).
+    io: TaskIO = field(default_factory=TaskIO, kw_only=True)
+
+    def summary(self) -> str:
+        return (f"dedupe part {self.part}: {self.duplicates:,} duplicate(s) among {self.rows:,} "
+                f"rows of {self.files} file(s) in {self.seconds:.1f} s")
+
+
+@dataclass(frozen=True)
 class DiffCounts(StepResult):
     """The diff's counts (added, changed, unchanged, removed, ...) of one partition
     (`partition` set) or of all of them."""

@@ -217,6 +217,8 @@ def register_valid(con: duckdb.DuckDBPyConnection, name: str, valid: ValidRows,
                         valid.constant_columns)
     register_parquet(con, "duplicate_rows", [valid.duplicates_uri])
     con.execute(sql.load_sql("classified_rows"))
+    con.sql("SELECT raw_section FROM normalized WHERE reason IS NULL"
+            ).create_view("section_names", replace=True)
     con.execute(sql.load_sql("section_slugs"))
     con.sql(sql.load_sql("valid_rows")).create_view(name, replace=True)
 

@@ -125,6 +125,10 @@ REPORT_KEY = "report.html"
 NORMALIZED_KEY = "normalized.parquet"
 DUPLICATES_KEY = "duplicates.parquet"
 REJECTS_KEY = "rejects.parquet"
+#: load's parts of them: each dedupe part's duplicates, each group's rejects (as rejected
+#: rows, `dNNNNN.parquet`, `gNNNNN.parquet`), which the load task puts together.
+DUPLICATE_PARTS_FOLDER = "duplicate-parts"
+REJECT_PARTS_FOLDER = "reject-parts"
 #: The Hive column of rows cut by diff partition (`<folder>/diff_partition=K/*.parquet`):
 #: the normalised rows (NORMALIZED_KEY less .parquet) and the live snapshot's (PREVIOUS_FOLDER).
 DIFF_PARTITION_COLUMN = "diff_partition"

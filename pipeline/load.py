@@ -46,8 +46,10 @@ from pipeline.errors import InternalError, InventoryError, out_of_space
 from pipeline.extensions import extension_columns
 from pipeline.layout import (
     DIFF_PARTITION_COLUMN,
+    DUPLICATE_PARTS_FOLDER,
     DUPLICATES_KEY,
     NORMALIZED_KEY,
+    REJECT_PARTS_FOLDER,
     REJECTS_KEY,
 )
 from pipeline.limits import (
@@ -289,6 +291,9 @@ class LoadPlan:
     row_hashes: bool
     #: Each group's files (indexes into `files`, consecutive).
     groups: list[list[int]]
+    #: The parts the duplicate search is cut in (the DAG's mapped dedupe task): part P
+    #: reads the normalised rows of the partitions K with K % dedupe_parts = P (dedupe_part).
+    dedupe_parts: int = 1
 
     @property
     def input_rows(self) -> int:
@@ -314,17 +319,42 @@ class GroupResult:
     #: Its files were read again through clean_utf8: its row hashes are not the raw rows'.
     cleaned: bool
     seconds: float
+    #: Its rejected rows (sql/rejected_rows.sql; the duplicates are dedupe_part's).
+    rejects_uri: str = ""
+
+
+@dataclass
+class DedupeResult:
+    """What one part of the duplicate search found (JSON as it is: the DAG's dedupe task
+    saves it, `dedupe-NNNNN.json`)."""
+
+    part: int
+    #: The normalised files it read (whole partitions: every copy of a URL is in one).
+    files: int
+    #: How it read their URL hashes: [rows, passes] of each dedupe_groups group.
+    passes: list[list[int]]
+    #: Its duplicates as rejected rows (sql/duplicate_rejects.sql); None: it had no file.
+    duplicates_uri: str | None
+    #: sql/classified_counts.sql over its duplicates (reason 'duplicate'), as JSON.
+    counts: list[dict[str, Any]]
+    seconds: float
+
+    @property
+    def rows(self) -> int:
+        return sum(rows for rows, _ in self.passes)
 
 
 def plan_load(inventory: str, site_url: str, *, section_depth: int = 1,
               keep_deprecated_tags: bool = False, max_line_bytes: int | None = None,
               diff_partitions: Callable[[int], int] | None = None,
               bucket_sections: bool = False, row_hashes: bool = False,
-              group_rows: int | None = None,
+              group_rows: int | None = None, dedupe_rows: int | None = None,
               con: duckdb.DuckDBPyConnection | None = None) -> LoadPlan:
     """List the inventory, check its schema and choose how its rows are cut (see `load`
     for the options): the LoadPlan every group follows. `group_rows`: cut the files into
-    consecutive groups of about that many rows (a file is never split); None: one group."""
+    consecutive groups of about that many rows (a file is never split); None: one group.
+    `dedupe_rows`: the rows each part of the duplicate search reads, about (default
+    DEDUPE_PASS_ROWS: one pass each), as far as the cut allows (dedupe_part_count)."""
     site = Site.parse(site_url)
     files = list_inventory_files(inventory)
     con = con or sql.connect()
@@ -352,12 +382,21 @@ def plan_load(inventory: str, site_url: str, *, section_depth: int = 1,
               "ext_budget": None if max_line_bytes is None
               else max_line_bytes - MAX_PLAIN_LINE_BYTES}
     split = max(1, diff_partitions(sum(file_rows))) if diff_partitions else 1
+    dedupe_parts = dedupe_part_count(sum(file_rows), split, bucket_sections,
+                                     dedupe_rows or DEDUPE_PASS_ROWS)
     return LoadPlan(
         inventory=inventory, files=files, file_rows=file_rows,
         columns={k: str(v) for k, v in duck_types.items()}, typed_columns=typed_columns,
         params=params, site_prefix=site.prefix, section_depth=section_depth, split=split,
         bucket_sections=bucket_sections, row_hashes=row_hashes,
-        groups=file_groups(file_rows, group_rows))
+        groups=file_groups(file_rows, group_rows), dedupe_parts=dedupe_parts)
+
+
+def dedupe_part_count(rows: int, split: int, bucket_sections: bool, part_rows: int) -> int:
+    """How many parts the duplicate search is cut in: about `part_rows` rows each, but no
+    more than the partitions the rows are cut by (a part reads whole ones)."""
+    cuts = split if split > 1 else DIFFED_BUCKETS if bucket_sections else 1
+    return max(1, min(cuts, -(-rows // max(1, part_rows))))
 
 
 def file_groups(file_rows: Sequence[int], group_rows: int | None) -> list[list[int]]:
@@ -467,6 +506,8 @@ def load_group(plan: LoadPlan, group: int, work_uri: str, *,
             con.sql(f"SELECT *, {'url' if bounds else 'NULL::VARCHAR'} AS bounded_url "
                     "FROM normalized").create_view("counted", replace=True)
             counts = [_json_counts(g) for g in _counts(con)]
+            rejects_uri = write_parquet(con.sql(sql.load_sql("rejected_rows")), work,
+                                        f"{REJECT_PARTS_FOLDER}/g{group:05d}.parquet")
         except duckdb.Error as exc:
             # a full disk under the work folder or the spill is not the inventory's fault
             raise out_of_space(exc, sql.spill_dir_for_errors()) or InventoryError(
@@ -474,46 +515,99 @@ def load_group(plan: LoadPlan, group: int, work_uri: str, *,
     result = GroupResult(
         group=group, rows=plan.group_rows(group), files=len(files),
         normalized_uris=normalized_uris, constant_columns=list(constants), counts=counts,
-        cleaned=cleaned, seconds=round(time.monotonic() - started, 3))
+        cleaned=cleaned, seconds=round(time.monotonic() - started, 3), rejects_uri=rejects_uri)
     if several:
         progress.done(f"{result.rows:,} rows")
     return result
 
 
-def combine_groups(plan: LoadPlan, results: Sequence[GroupResult], work_uri: str, *,
-                   con: duckdb.DuckDBPyConnection | None = None, progress: Progress = QUIET,
-                   started: float | None = None) -> LoadResult:
-    """Add up the groups' counts and find the duplicates among all their rows (whole diff
-    partitions or buckets at a time, find_duplicates: every copy of a URL is in one); write
-    `duplicates.parquet` and `rejects.parquet`; the LoadResult of the whole inventory."""
-    started = time.monotonic() if started is None else started
+def dedupe_part(plan: LoadPlan, results: Sequence[GroupResult], part: int, parts: int,
+                work_uri: str, *, con: duckdb.DuckDBPyConnection | None = None,
+                progress: Progress = QUIET) -> DedupeResult:
+    """Find the duplicates among the groups' rows (`results`: every group's) of the
+    partitions K with K % `parts` = `part` (whole diff partitions or buckets: every copy
+    of a URL is in one; find_duplicates); write them as rejected rows,
+    `duplicates/dNNNNN.parquet`, and count them. The DAG's mapped dedupe task runs one
+    part (LoadPlan.dedupe_parts); the CLI runs one part of all."""
+    started = time.monotonic()
     con = con or sql.connect()
-    work = storage.open_storage(work_uri)
+    constants = _constant_columns(results)
+    uris = [u for u in sorted((u for r in results for u in r.normalized_uris),
+                              key=_normalized_order)
+            if _partition_number(u) % parts == part]
+    if parts > 1:
+        progress.step(f"find the duplicates of dedupe part {part} ({len(uris)} file(s))")
+    if not uris:
+        return DedupeResult(part=part, files=0, passes=[], duplicates_uri=None, counts=[],
+                            seconds=round(time.monotonic() - started, 3))
+    try:
+        read_by = dedupe_groups(uris, _file_rows)
+        find_duplicates(con, read_by, constants, plan.split)
+        con.sql("SELECT * EXCLUDE (reason), 'duplicate' AS reason, NULL::VARCHAR AS bounded_url "
+                "FROM duplicate_rows").create_view("counted", replace=True)
+        counts = [_json_counts(g) for g in _counts(con)]
+        duplicates_uri = write_parquet(con.sql(sql.load_sql("duplicate_rejects")),
+                                       storage.open_storage(work_uri),
+                                       f"{DUPLICATE_PARTS_FOLDER}/d{part:05d}.parquet")
+    except duckdb.Error as exc:
+        raise out_of_space(exc, sql.spill_dir_for_errors()) or InventoryError(
+            f"cannot read the inventory {plan.inventory!r}: {_one_line(exc)}") from exc
+    result = DedupeResult(part=part, files=len(uris),
+                          passes=[[g.rows, g.passes] for g in read_by],
+                          duplicates_uri=duplicates_uri, counts=counts,
+                          seconds=round(time.monotonic() - started, 3))
+    if parts > 1:
+        progress.done(f"{result.rows:,} rows, {sum(int(c['rows']) for c in counts):,} duplicates")
+    return result
+
+
+def _constant_columns(results: Sequence[GroupResult]) -> tuple[str, ...]:
     if not results:
         raise InternalError("load wrote no normalised file")
     constants = tuple(results[0].constant_columns)
     if any(tuple(r.constant_columns) != constants for r in results):
         # the same expressions over other rows: a literal in one group is one in all
         raise InternalError("load's groups left out different constant columns")
+    return constants
+
+
+def _partition_number(uri: str) -> int:
+    """The partition of a normalised file (its Hive folder's value, `_CUT_FOLDER`); 0 for a
+    file not cut and for DuckDB's NULL partition (rejected rows: no URL hash)."""
+    m = _CUT_FOLDER.search(uri)
+    value = m.group(1).partition("=")[2] if m else ""
+    return int(value) if value.isdigit() else 0
+
+
+def combine_groups(plan: LoadPlan, results: Sequence[GroupResult],
+                   dedupes: Sequence[DedupeResult], work_uri: str, *,
+                   con: duckdb.DuckDBPyConnection | None = None, progress: Progress = QUIET,
+                   started: float | None = None) -> LoadResult:
+    """Add up the groups' counts and the dedupe parts' (`dedupes`: every part's), move the
+    duplicates out of the rows to publish, write `duplicates.parquet` and `rejects.parquet`
+    from their parts: the LoadResult of the whole inventory. It reads no normalised row
+    but where the inventory has alternates (alternates_not_reciprocal reads them all)."""
+    started = time.monotonic() if started is None else started
+    con = con or sql.connect()
+    work = storage.open_storage(work_uri)
+    constants = _constant_columns(results)
     uris = sorted((u for r in results for u in r.normalized_uris), key=_normalized_order)
-    several = len(results) > 1
-    if several:
-        progress.step(f"find the duplicates of {len(results)} group(s) of files")
+    duplicate_parts = [d.duplicates_uri for d in dedupes if d.duplicates_uri]
+    if not duplicate_parts:
+        raise InternalError("load's dedupe parts read no normalised file")
+    if len(results) > 1 or len(dedupes) > 1:  # else: the one group's step ends here
+        progress.step(f"add up {len(results)} group(s) and {len(dedupes)} dedupe part(s)")
     try:
-        read_by = dedupe_groups(uris, _file_rows)
-        find_duplicates(con, read_by, constants, plan.split)
-        register_normalized(con, uris, constants)
-        con.sql("SELECT * EXCLUDE (reason), 'duplicate' AS reason, NULL::VARCHAR AS bounded_url "
-                "FROM duplicate_rows").create_view("counted", replace=True)
         groups = _moved_duplicates([g for r in results for g in r.counts],
-                                   [_json_counts(g) for g in _counts(con)])
-        con.execute(sql.load_sql("classified_rows"))
+                                   [g for d in dedupes for g in d.counts])
+        register_parquet(con, "duplicate_rejects", duplicate_parts)
+        con.execute("DROP TABLE IF EXISTS duplicate_rows")  # the CLI's dedupe_part's, here too
+        con.sql("SELECT row_id FROM duplicate_rejects").create_view("duplicate_rows")
         bounds = plan.bucket_sections and plan.split == 1
         row_hashes = plan.row_hashes and not any(r.cleaned for r in results)
         sums = section_sums = sections = None
         if row_hashes or bounds:
-            con.execute(sql.load_sql("section_slugs"))
-            slugs = dict(con.sql("SELECT raw_section, section FROM section_slugs").fetchall())
+            slugs = section_slugs(con, [g["raw_section"] for g in groups if g["reason"] is None])
             if bounds:
                 sections = first_run_sections(groups, slugs)
             if row_hashes:  # the input's, and each section's (pipeline.unchanged)
@@ -523,10 +617,15 @@ def combine_groups(plan: LoadPlan, results: Sequence[GroupResult], work_uri: str
                 section_sums = sums_by_section(groups, slugs)
         not_reciprocal = 0
         if "alternates" in plan.columns:  # pages of any group name each other
+            register_normalized(con, uris, constants)
+            con.execute(sql.load_sql("classified_rows"))
             not_reciprocal = _not_reciprocal(con, plan)
-        duplicates_uri = write_parquet(con.sql("SELECT row_id FROM duplicate_rows"), work,
-                                       DUPLICATES_KEY)
-        rejects_uri = write_parquet(con.sql(sql.load_sql("rejected_rows")), work, REJECTS_KEY)
+        duplicates_uri = write_parquet(con.sql("SELECT row_id FROM duplicate_rows ORDER BY row_id"),
+                                       work, DUPLICATES_KEY)
+        # in row order, whatever the cut: a DAG run's rejects are the CLI's
+        register_parquet(con, "reject_parts", [r.rejects_uri for r in results] + duplicate_parts)
+        rejects_uri = write_parquet(con.sql("SELECT * FROM reject_parts ORDER BY row_id"),
+                                    work, REJECTS_KEY)
     except duckdb.Error as exc:
         raise out_of_space(exc, sql.spill_dir_for_errors()) or InventoryError(
             f"cannot read the inventory {plan.inventory!r}: {_one_line(exc)}") from exc
@@ -558,12 +657,13 @@ def combine_groups(plan: LoadPlan, results: Sequence[GroupResult], work_uri: str
         seconds=time.monotonic() - started,
         constant_columns=constants, split=plan.split, row_sums=sums, section_sums=section_sums,
         first_run_sections=sections,
-        dedupe_passes=tuple((g.rows, g.passes) for g in read_by))
+        dedupe_passes=tuple((rows, passes) for d in dedupes for rows, passes in d.passes))
     progress.done(f"{input_rows:,} rows, {valid_rows:,} valid, {result.rejected_rows:,} rejected")
     log.debug("load: %d input rows, %d valid, rejected %s, dropped fields %s (%.1f s); "
-              "duplicates found in %d group(s) of partitions, %d pass(es), %d hashes read",
+              "duplicates found in %d part(s), %d pass(es), %d hashes read",
               input_rows, valid_rows, rejected or "none", result.field_issues, result.seconds,
-              len(read_by), sum(g.passes for g in read_by), sum(g.rows * g.passes for g in read_by))
+              len(dedupes), sum(p for _, p in result.dedupe_passes),
+              sum(r * p for r, p in result.dedupe_passes))
     return result
 
 
@@ -604,11 +704,13 @@ def load(inventory: str, site_url: str, work_uri: str, *, section_depth: int = 1
 
 def load_planned(plan: LoadPlan, work_uri: str, *, con: duckdb.DuckDBPyConnection | None = None,
                  progress: Progress = QUIET, started: float | None = None) -> LoadResult:
-    """Every file of the plan in one group, then combined, in one process and connection
-    (the CLI's load)."""
+    """Every file of the plan in one group, its duplicates found in one part, then
+    combined, in one process and connection (the CLI's load)."""
     con = con or sql.connect()
-    group = load_group(plan, 0, work_uri, con=con, progress=progress)
-    return combine_groups(plan, [group], work_uri, con=con, progress=progress, started=started)
+    groups = [load_group(plan, 0, work_uri, con=con, progress=progress)]
+    dedupes = [dedupe_part(plan, groups, 0, 1, work_uri, con=con, progress=progress)]
+    return combine_groups(plan, groups, dedupes, work_uri, con=con, progress=progress,
+                          started=started)
 
 
 def _register_inventory(con: duckdb.DuckDBPyConnection, plan: LoadPlan, uris: list[str],
@@ -673,21 +775,25 @@ def _moved_duplicates(counts: Sequence[dict[str, Any]], duplicates: Sequence[dic
     known. Their URLs and lastmods change no bound: each has a copy that stays, of the same
     URL and no older lastmod. Times come back as datetimes."""
     merged: dict[tuple[Any, Any], dict[str, Any]] = {}
-    for g in counts:
-        acc = merged.get((g["reason"], g["raw_section"]))
+
+    def add(g: dict[str, Any], reason: str | None) -> None:
+        acc = merged.get((reason, g["raw_section"]))
         if acc is None:
-            merged[(g["reason"], g["raw_section"])] = dict(g)
-            continue
+            merged[(reason, g["raw_section"])] = dict(g)
+            return
         for k in _SUMMED:
             acc[k] = int(acc[k]) + int(g[k])
         for k, pick in (("newest", max), ("min_url", min), ("max_url", max)):
             given = [v for v in (acc[k], g[k]) if v is not None]
             acc[k] = pick(given) if given else None
-    for d in duplicates:
+
+    for g in counts:
+        add(g, g["reason"])
+    for d in duplicates:  # a section's duplicates may come from several dedupe parts
         kept = merged[(None, d["raw_section"])]
         for k in _SUMMED:
             kept[k] = int(kept[k]) - int(d[k])
-        merged[("duplicate", d["raw_section"])] = dict(d)
+        add(d, "duplicate")
     rows = []
     for _, g in sorted(merged.items(), key=lambda kv: (
             kv[0][0] is not None, kv[0][0] or "", kv[0][1] is None, kv[0][1] or "")):
@@ -695,6 +801,19 @@ def _moved_duplicates(counts: Sequence[dict[str, Any]], duplicates: Sequence[dic
             g["newest"] = datetime.fromisoformat(g["newest"])
         rows.append(g)
     return rows
+
+
+def section_slugs(con: duckdb.DuckDBPyConnection, raw_sections: Sequence[str | None]
+                  ) -> dict[str, str]:
+    """The slug of each of the valid rows' path segments (`raw_sections`, from load's
+    counts: no row is read), as sql/section_slugs.sql names them for the diff."""
+    names = sorted({r for r in raw_sections if r is not None})
+    con.register("section_names", pa.table({"raw_section": pa.array(names, pa.string())}))
+    try:
+        con.execute(sql.load_sql("section_slugs"))
+    finally:
+        con.unregister("section_names")
+    return dict(con.sql("SELECT raw_section, section FROM section_slugs").fetchall())
 
 
 def _partition_order(part: str) -> tuple[bool, str]:

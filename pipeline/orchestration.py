@@ -60,10 +60,22 @@ them (with their reject reasons) as Parquet under the work prefix, cut by the di
 partitions, and a small `load-NNNNN.json` of its counts. *If it fails*: a file that
 cannot be read fails at once; storage errors are retried. Clearing one map index
 normalises only that group again.""",
+    "dedupe_parts": """\
+Returns the numbers of the duplicate search's parts, which the dedupe task is mapped over
+(load_groups chose how many: about 16,000,000 rows each, at most one per diff partition or
+bucket). *If it fails*: it only reads `load-plan.json` from the work prefix: storage; it
+is retried.""",
+    "dedupe": """\
+One mapped task per part of the duplicate search: reads the URL hashes of the normalised
+rows of its own diff partitions or buckets (every copy of a URL is in one), ranks the
+copies of each repeated URL (newest lastmod, then the first row) and writes the losers and
+a small `dedupe-NNNNN.json` of their counts. *If it fails*: usually storage or memory; it
+is retried. Clearing one map index searches only that part again.""",
     "load": """\
-Adds up the normalize tasks' counts, finds the duplicate URLs among all their rows (one
-read of every row's URL hash, a diff partition at a time), writes the rejects and applies
-the reject guard. *If it fails*: the log's last line says what is wrong with the
+Adds up the normalize and dedupe tasks' counts, puts their rejects and duplicates together
+(`rejects.parquet`, `duplicates.parquet`) and applies the reject guard; it reads no
+normalised row (but every one where the inventory has alternates, to check that their
+pages name each other). *If it fails*: the log's last line says what is wrong with the
 inventory (too many rejects, no lastmod that parses); fix the inventory, then trigger
 again.""",
     "diff_partitions": """\
@@ -318,6 +330,23 @@ def normalize(site: SiteConfig, ctx: dict[str, Any], group: int) -> dict[str, An
     _label("group_label", f"group {group}")
     with step(site):
         return _logged(steps.load_group_step(RunContext.from_dict(ctx), group))
+
+
+def dedupe_parts(site: SiteConfig, ctx: dict[str, Any]) -> list[int]:
+    """The duplicate search's parts, 0 .. N-1: what the dedupe task is mapped over (none
+    for an unchanged run)."""
+    from pipeline import steps
+
+    with step(site):
+        return steps.dedupe_parts_step(RunContext.from_dict(ctx))
+
+
+def dedupe(site: SiteConfig, ctx: dict[str, Any], part: int) -> dict[str, Any]:
+    from pipeline import steps
+
+    _label("part_label", f"part {part}")
+    with step(site):
+        return _logged(steps.dedupe_step(RunContext.from_dict(ctx), part))
 
 
 def load(site: SiteConfig, ctx: dict[str, Any]) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from typing import Any
 
 from pipeline import storage
 from pipeline.context import (
+    DedupeCounts,
     DiffCounts,
     DryRunReport,
     GcCounts,
@@ -351,6 +352,12 @@ LOAD_GROUP_RESULTS = Parts(
     name="load", what="load group", token_field="groups", missing_hint="run them first",
     stale_hint="were normalised for another cut of the files than {count} group(s) "
                "(load_groups ran again?): clear them")
+#: Each part's result of the DAG's dedupe tasks, `dedupe-NNNNN.json`, with the parts'
+#: count.
+DEDUPE_RESULTS = Parts(
+    name="dedupe", what="dedupe part", token_field="parts", missing_hint="run them first",
+    stale_hint="were found for another cut than {count} part(s) (load_groups ran again?): "
+               "clear them")
 #: The LoadPlan of a DAG run (load_groups_step), under the work prefix.
 LOAD_PLAN_JSON = "load-plan.json"
 
@@ -442,25 +449,61 @@ def load_group_step(ctx: RunContext, group: int) -> LoadGroupCounts:
                            seconds=result.seconds, io=meter.done())
 
 
+def _group_results(ctx: RunContext, plan: Any) -> list[Any]:
+    """The normalize tasks' results (pipeline.load.GroupResult), every group's."""
+    from pipeline.load import GroupResult
+
+    return [GroupResult(**{k: v for k, v in r.items() if k != "groups"}) for r in
+            LOAD_GROUP_RESULTS.gather(_work(ctx), len(plan.groups), len(plan.groups),
+                                      where=ctx.work)]
+
+
+def dedupe_parts_step(ctx: RunContext) -> list[int]:
+    """The parts of the duplicate search (LoadPlan.dedupe_parts), 0 .. N-1: what the DAG's
+    dedupe task is mapped over (none for an unchanged run)."""
+    if ctx.unchanged:
+        return []
+    return list(range(_read_load_plan(ctx).dedupe_parts))
+
+
+def dedupe_step(ctx: RunContext, part: int) -> DedupeCounts:
+    """Finds the duplicates among the normalised rows of one part of the partitions (the
+    DAG's mapped dedupe task): writes them and `dedupe-NNNNN.json`. Its `io`: the URL
+    hashes of its own partitions' files."""
+    from pipeline.load import dedupe_part
+
+    meter = Meter()
+    plan = _read_load_plan(ctx)
+    result = dedupe_part(plan, _group_results(ctx, plan), part, plan.dedupe_parts, ctx.work)
+    meter.read(rows=result.rows, files=result.files)
+    DEDUPE_RESULTS.write(_work(ctx), part, plan.dedupe_parts, asdict(result))
+    return DedupeCounts(part=part, rows=result.rows, files=result.files,
+                        duplicates=sum(int(c["rows"]) for c in result.counts),
+                        seconds=result.seconds, io=meter.done())
+
+
 def load_combine_step(ctx: RunContext) -> LoadCounts:
-    """The DAG's load task after its normalize tasks: adds up their counts, finds the
-    duplicates among their rows (a read of every row's URL hash), applies the reject
-    guard; as load_step after its one group. Its `io`: the normalised files it read (every
-    row's URL hash, and the rejected rows), and the live snapshot's rows where it counts
+    """The DAG's load task after its normalize and dedupe tasks: adds up their counts,
+    puts the duplicates and rejects together, applies the reject guard; as load_step
+    after its one group and part. Its `io`: the rejected rows it read (every normalised
+    row where the inventory has alternates), and the live snapshot's rows where it counts
     them by diff partition."""
     meter = Meter()
     renew_lease(ctx)
     if ctx.unchanged:
         return _unchanged_load(ctx, meter)
-    from pipeline.load import GroupResult, combine_groups
+    from pipeline.load import DedupeResult, combine_groups
 
     started = time.monotonic()
     plan = _read_load_plan(ctx)
-    groups = [GroupResult(**{k: v for k, v in r.items() if k != "groups"}) for r in
-              LOAD_GROUP_RESULTS.gather(_work(ctx), len(plan.groups), len(plan.groups),
-                                        where=ctx.work)]
-    result = combine_groups(plan, groups, ctx.work, started=started)
-    meter.read(rows=result.input_rows, files=len(result.normalized_uris))
+    groups = _group_results(ctx, plan)
+    dedupes = [DedupeResult(**{k: v for k, v in r.items() if k != "parts"}) for r in
+               DEDUPE_RESULTS.gather(_work(ctx), plan.dedupe_parts, plan.dedupe_parts,
+                                     where=ctx.work)]
+    result = combine_groups(plan, groups, dedupes, ctx.work, started=started)
+    meter.read(rows=result.rejected_rows, files=len(groups) + len(dedupes))
+    if "alternates" in plan.columns:
+        meter.read(rows=result.input_rows, files=len(result.normalized_uris))
     return _after_load(ctx, result, meter, None)
 
 

@@ -10,7 +10,7 @@
 -- position: the input's identity (pipeline.unchanged) is the same for the same rows in any
 -- order, so a rule by position could publish another row for an input the unchanged skip
 -- calls the same. Only the rows of a repeated hash are ranked; the result is one row per
--- duplicate with all its columns: those its reject gives (rejected_rows) and those load
+-- duplicate with all its columns: those its reject gives (duplicate_rejects) and those load
 -- counts (classified_counts: pipeline.load.combine_groups moves them out of the rows to
 -- publish). Duplicates are few; they are kept in a table for the run.
 -- Parameters: none.

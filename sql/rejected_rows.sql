@@ -1,14 +1,9 @@
--- rejected_rows: every input row that will not be published, with its reason code
--- and the original URL as it came in: the rows load rejected, then the duplicates
--- (dedupe_rows), the reasons `classified` gives them. One scan of `normalized`, which
--- reads only the rejected rows' columns (a scan of `classified`, whose LEFT JOIN keeps
--- DuckDB from that, reads them all), and the duplicates as dedupe_rows keeps them, with
--- their fields (no second scan for them).
--- Reads `normalized` and `duplicate_rows`. Parameters: none.
+-- rejected_rows: the rows of one group of load's files that load rejected, with their
+-- reason code and the original URL as it came in (the duplicates among them are
+-- duplicate_rejects'). One scan of `normalized`, which reads only the rejected rows'
+-- columns; pipeline.load writes them per group, and the load task puts the groups' and
+-- the duplicates' together, in row order (rejects.parquet).
+-- Reads `normalized`. Parameters: none.
 SELECT row_id, reason, coalesce(original_url, url) AS url, lastmod, changefreq, priority
 FROM normalized
-WHERE reason IS NOT NULL
-UNION ALL
-SELECT row_id, 'duplicate' AS reason, coalesce(original_url, url) AS url, lastmod, changefreq,
-       priority
-FROM duplicate_rows;
+WHERE reason IS NOT NULL;

@@ -173,7 +173,8 @@ def test_dag_run_publishes_what_the_cli_publishes(
     # The inventory's rows and the options are the live generation's (pipeline.unchanged):
     # begin says so, load reads nothing and the work tasks are mapped over nothing.
     assert states[("load", -1)] == ("success", 1), states
-    for task_id in ("normalize", "diff", "diff_counts", "plan_slices", "plan", "plan_counts"):
+    for task_id in ("normalize", "dedupe", "diff", "diff_counts", "plan_slices", "plan",
+                    "plan_counts"):
         assert states[(task_id, -1)][0] == "skipped", (task_id, states)
     assert env.query("SELECT count(*) FROM asset_event") == [(1,)]
     assert read_output(s3_bucket.url("dag/"), max_urls=MAX_URLS).manifest["generation"] == \
@@ -245,8 +246,8 @@ def test_terminal_error_fails_at_once_and_publishes_nothing(
     # the schema is checked from the files' footers, before any group is normalised
     assert states[("load_groups", -1)] == ("failed", 1), states  # first try, no retry
     assert "up_for_retry" not in out
-    for task_id in ("normalize", "load", "diff_partitions", "diff", "diff_counts",
-                    "plan_slices", "plan", "plan_counts", "publish", "finish"):
+    for task_id in ("normalize", "dedupe_parts", "dedupe", "load", "diff_partitions", "diff",
+                    "diff_counts", "plan_slices", "plan", "plan_counts", "publish", "finish"):
         assert states[(task_id, -1)][0] == "upstream_failed", states
     # The reason, as the task log's last error line.
     reason = "the inventory's `url` column is BIGINT; it must be a string"
@@ -296,6 +297,7 @@ def test_dry_run_plans_and_publishes_nothing(
                     "plan_slices", "plan_counts", "finish"):
         assert states[(task_id, -1)] == ("success", 1), states
     assert states[("normalize", 0)] == ("success", 1), states  # one group of files
+    assert states[("dedupe", 0)] == ("success", 1), states  # one part of the duplicates
     assert states[("diff", 0)] == ("success", 1), states  # one partition: one mapped diff
     assert states[("plan", 0)] == ("success", 1), states  # one slice: one mapped plan
     for task_id in ("render", "publish", "announce", "gc"):

@@ -13,7 +13,8 @@ from tests.dags.airflow_env import DAGS_FOLDER, ROOT, new_home, requires_airflow
 
 pytestmark = requires_airflow
 
-TASKS = ["rollback", "begin", "load_groups", "normalize", "load", "diff_partitions", "diff",
+TASKS = ["rollback", "begin", "load_groups", "normalize", "dedupe_parts", "dedupe", "load",
+         "diff_partitions", "diff",
          "diff_counts", "plan_slices", "plan", "plan_counts", "render", "state", "publish",
          "announce", "gc", "notify", "finish"]
 
@@ -139,6 +140,9 @@ def test_one_dag_per_site_with_the_expected_shape(bags: dict[str, dict]) -> None
         # when normalize is mapped over none (an unchanged run).
         assert t["normalize"]["mapped"] and not t["load_groups"]["mapped"]
         assert not t["load"]["mapped"] and t["load"]["trigger_rule"] == "none_failed"
+        # dedupe is mapped over parts of the duplicate search, after every normalize task
+        assert t["dedupe"]["mapped"] and not t["dedupe_parts"]["mapped"]
+        assert t["dedupe_parts"]["trigger_rule"] == "none_failed"
         # diff is mapped over hash partitions of the URLs; diff_counts adds them up.
         assert t["diff"]["mapped"] and not t["diff_counts"]["mapped"]
         # plan is mapped over the plan's slices; plan_counts gathers and numbers them.
@@ -153,7 +157,9 @@ def test_one_dag_per_site_with_the_expected_shape(bags: dict[str, dict]) -> None
         assert t["begin"]["upstream"] == ["rollback"] and t["rollback"]["upstream"] == []
         assert t["load_groups"]["upstream"] == ["begin"]
         assert t["normalize"]["upstream"] == ["begin", "load_groups"]
-        assert t["load"]["upstream"] == ["begin", "normalize"]
+        assert t["dedupe_parts"]["upstream"] == ["begin", "normalize"]
+        assert t["dedupe"]["upstream"] == ["begin", "dedupe_parts"]
+        assert t["load"]["upstream"] == ["begin", "dedupe"]
         assert t["diff_partitions"]["upstream"] == ["begin", "load"]
         assert t["diff"]["upstream"] == ["begin", "diff_partitions"]
         assert t["diff_counts"]["upstream"] == ["begin", "diff"]

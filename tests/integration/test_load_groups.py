@@ -1,6 +1,7 @@
-"""Load by groups of inventory files (the DAG's load_groups, normalize and load tasks): the
-same rows, counts, duplicates and rejects as one load of every file, and each group reads
-only its own files."""
+"""Load by groups of inventory files and its duplicate search by parts (the DAG's
+load_groups, normalize, dedupe_parts, dedupe and load tasks): the same rows, counts,
+duplicates and rejects as one load of every file, each group reads only its own files and
+each dedupe part only its own partitions."""
 
 from __future__ import annotations
 
@@ -17,7 +18,16 @@ import pytest
 
 from pipeline import steps
 from pipeline.diffed import register_valid
-from pipeline.load import LoadResult, combine_groups, load, load_group, plan_load
+from pipeline.load import (
+    GroupResult,
+    LoadPlan,
+    LoadResult,
+    combine_groups,
+    dedupe_part,
+    load,
+    load_group,
+    plan_load,
+)
 from pipeline.parquet import register_parquet
 from pipeline.run import run
 from pipeline.settings import RunOptions
@@ -66,13 +76,25 @@ def write_inventory(folder: Path, *, bad_utf8: bool = True) -> Path:
     return folder
 
 
-def grouped(inventory: Path, work: Path, group_rows: int, **options: Any) -> LoadResult:
+def combined(plan: LoadPlan, results: list[GroupResult], work: str) -> LoadResult:
+    """The plan's dedupe parts, each in its own connection and in reverse order, then
+    combined."""
+    ordered = sorted(results, key=lambda r: r.group)
+    dedupes = [dedupe_part(plan, ordered, p, plan.dedupe_parts, work)
+               for p in reversed(range(plan.dedupe_parts))]
+    return combine_groups(plan, ordered, dedupes[::-1], work)
+
+
+def grouped(inventory: Path, work: Path, group_rows: int, dedupe_rows: int = 300,
+            **options: Any) -> LoadResult:
     """load in groups of about `group_rows` rows, each in its own connection and in
-    reverse order (as mapped tasks run: anywhere, in any order), then combined."""
-    plan = plan_load(str(inventory), SITE, group_rows=group_rows, **options)
+    reverse order (as mapped tasks run: anywhere, in any order), its duplicates found in
+    parts of about `dedupe_rows` rows, then combined."""
+    plan = plan_load(str(inventory), SITE, group_rows=group_rows, dedupe_rows=dedupe_rows,
+                     **options)
     assert len(plan.groups) > 1
     results = [load_group(plan, g, str(work)) for g in reversed(range(len(plan.groups)))]
-    return combine_groups(plan, sorted(results, key=lambda r: r.group), str(work))
+    return combined(plan, results, str(work))
 
 
 def valid_rows(result: LoadResult) -> list[tuple[Any, ...]]:
@@ -114,6 +136,44 @@ def test_groups_of_files_load_what_one_load_of_every_file_loads(
     assert {Path(u).name.split("-")[0] for u in parts.normalized_uris} >= {"g00000", "g00003"}
 
 
+@pytest.mark.parametrize("options, parts", [
+    ({"bucket_sections": True}, 6), ({"diff_partitions": lambda rows: 4}, 4), ({}, 1)],
+    ids=["first-run", "partitions", "uncut"])
+def test_each_dedupe_part_reads_its_own_partitions_once(
+        tmp_path: Path, options: dict[str, Any], parts: int) -> None:
+    """The duplicate search in parts of about 300 rows (as many as the cut allows): each
+    part reads the files of its own partitions, every normalised row is read by one part,
+    and the parts' duplicates are one search's."""
+    inventory = write_inventory(tmp_path / "inv", bad_utf8=False)
+    plan = plan_load(str(inventory), SITE, group_rows=500, dedupe_rows=300, **options)
+    assert plan.dedupe_parts == parts
+    work = str(tmp_path / "work")
+    results = sorted((load_group(plan, g, work) for g in range(len(plan.groups))),
+                     key=lambda r: r.group)
+    dedupes = [dedupe_part(plan, results, p, parts, work) for p in range(parts)]
+    every = [u for r in results for u in r.normalized_uris]
+    assert sum(d.files for d in dedupes) == len(every)
+    con = duckdb.connect()
+    register_parquet(con, "normalized", every)
+    with_hash, rows = con.sql("SELECT count(url_hash), count(*) FROM normalized").fetchall()[0]
+    read = sum(d.rows for d in dedupes)
+    assert with_hash <= read <= rows  # each row once (rejects with no hash in files of theirs)
+    if parts > 1:  # no part reads them all; a bucket holds whole sections (shop: 1,200)
+        assert max(d.rows for d in dedupes) <= 1_200, [d.rows for d in dedupes]
+    found = sorted(row_id for d in dedupes if d.duplicates_uri
+                   for (row_id,) in duckdb.sql(
+                       f"SELECT row_id FROM read_parquet('{d.duplicates_uri}')").fetchall())
+    whole = load(str(inventory), SITE, str(tmp_path / "whole"), **options)
+    assert found == [r for (r,) in duckdb.sql(
+        f"SELECT row_id FROM read_parquet('{whole.duplicates_uri}') ORDER BY 1").fetchall()]
+    assert len(found) == 12
+    # the rejects file is in row order, whatever the cut
+    ids = [r[0] for r in duckdb.sql(
+        f"SELECT row_id FROM read_parquet('{combine_groups(plan, results, dedupes, work).rejects_uri}')"
+    ).fetchall()]
+    assert ids == sorted(ids) and len(ids) == 18
+
+
 def test_row_hashes_of_groups_without_cleaning_are_the_inputs(tmp_path: Path) -> None:
     """Without a row to clean, the groups' sums are the input's (its identity, which the
     next run compares), as one load's are; a group that cleaned its files gives none."""
@@ -137,7 +197,7 @@ def test_a_retried_group_replaces_its_own_files(tmp_path: Path) -> None:
     assert again.normalized_uris == first[1].normalized_uris
     on_disk = sorted(str(p) for p in (tmp_path / "work" / "normalized").rglob("*.parquet"))
     assert on_disk == sorted(u for r in first for u in r.normalized_uris)
-    result = combine_groups(plan, first, work)
+    result = combined(plan, first, work)
     assert result.input_rows == 1_800 and result.rejected["duplicate"] == 12
 
 
@@ -148,16 +208,18 @@ def _manifest_files(out: Path) -> dict[str, str]:
             for k in found.files}
 
 
-def test_dag_order_groups_publish_what_the_cli_publishes(tmp_path: Path) -> None:
-    """The DAG's steps (load_groups, normalize in groups of files in any order, load, then
-    the rest as the CLI runs them) publish the CLI's files; each normalize task reads its
-    own files' rows only."""
+def test_dag_order_groups_publish_what_the_cli_publishes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The DAG's steps (load_groups, normalize in groups of files in any order,
+    dedupe_parts, dedupe in parts in any order, load, then the rest as the CLI runs them)
+    publish the CLI's files; each normalize task reads its own files' rows only."""
     inventory = write_inventory(tmp_path / "inv")
     opts = RunOptions(inventory=str(inventory), site_url=SITE, out=str(tmp_path / "cli"),
                       run_time=T0, max_reject_share=0.5, report=False)
     cli = run(opts)
     assert cli["published"]
 
+    monkeypatch.setattr("pipeline.load.DEDUPE_PASS_ROWS", 600)
     dag = dataclasses.replace(opts, out=str(tmp_path / "dag"), load_group_rows=500,
                               work=str(tmp_path / "work"), run_id="r1")
     ctx = steps.begin(dag)
@@ -167,6 +229,14 @@ def test_dag_order_groups_publish_what_the_cli_publishes(tmp_path: Path) -> None
         steps.load_group_step(ctx, 5) and steps.load_combine_step(ctx)
     counts = [steps.load_group_step(ctx, g) for g in reversed(groups[:-1])]
     assert all(c.io.rows_read == c.rows == 300 and c.io.files_read == 1 for c in counts)
+    parts = steps.dedupe_parts_step(ctx)
+    assert parts == [0, 1, 2]  # DEDUPE_PASS_ROWS of 600: a part per 600 rows, of 64 buckets
+    with pytest.raises(RuntimeError, match=r"dedupe part\(s\) \[0, 1\] of 3"):
+        steps.dedupe_step(ctx, 2) and steps.load_combine_step(ctx)
+    found = [steps.dedupe_step(ctx, p) for p in reversed(parts[:-1])]
+    assert sum(f.duplicates for f in found) + steps.dedupe_step(ctx, 2).duplicates == \
+        cli["counts"]["rejected"]["duplicate"]
+    assert all(f.io.rows_read == f.rows for f in found)
     loaded = steps.load_combine_step(ctx)
     assert loaded.input_rows == 1_800 and loaded.rejected == cli["counts"]["rejected"]
     steps.diff_step(ctx)
@@ -190,9 +260,10 @@ def test_groups_of_files_on_s3_load_what_one_load_does(s3_bucket: Any, tmp_path:
                                      f"inv/{path.relative_to(inventory)}")
     options: dict[str, Any] = {"diff_partitions": lambda rows: 2, "row_hashes": True}
     whole = load(s3_bucket.url("inv/"), SITE, s3_bucket.url("whole"), **options)
-    plan = plan_load(s3_bucket.url("inv/"), SITE, group_rows=500, **options)
+    plan = plan_load(s3_bucket.url("inv/"), SITE, group_rows=500, dedupe_rows=900, **options)
+    assert plan.dedupe_parts == 2
     results = [load_group(plan, g, s3_bucket.url("groups")) for g in reversed(range(6))]
-    parts = combine_groups(plan, sorted(results, key=lambda r: r.group), s3_bucket.url("groups"))
+    parts = combined(plan, results, s3_bucket.url("groups"))
     assert whole.row_sums is not None and "shop" in whole.row_sums[3]
     for name in ("input_rows", "valid_rows", "rejected", "field_issues", "row_sums",
                  "section_sums"):

@@ -137,6 +137,8 @@ def test_valid_rows_sections(con: duckdb.DuckDBPyConnection) -> None:
                 "FROM classified_base",
                 params={"p": p, "d": depth}).create_view("classified", replace=True)
         con.sql("SELECT * FROM classified").create_view("normalized", replace=True)
+        con.sql("SELECT raw_section FROM normalized WHERE reason IS NULL"
+                ).create_view("section_names", replace=True)
         con.execute(sql.load_sql("section_slugs"))
         return {r[0]: r[1] for r in con.sql(sql.load_sql("valid_rows")).fetchall()}
 
@@ -538,13 +540,14 @@ def test_rejected_rows_and_classified_counts(con: duckdb.DuckDBPyConnection) -> 
             "us", tz="UTC")), "original_url": ["https://E.com/a"], "changefreq": ["never"],
         "priority": [0.1]}))
     con.execute(sql.load_sql("classified_rows"))
-    assert con.sql(f"SELECT * FROM ({sql.load_sql('rejected_rows').rstrip().rstrip(';')}) "
-                   "ORDER BY row_id").fetchall() == [
+    rejects = " UNION ALL ".join(f"({sql.load_sql(name).rstrip().rstrip(';')})"
+                                 for name in ("rejected_rows", "duplicate_rejects"))
+    assert con.sql(f"SELECT * FROM ({rejects}) ORDER BY row_id").fetchall() == [
         (2, "off_site", "  HTTPS://o.org/x ", EARLIER, "weekly", 0.3),
         (4, "empty", "   ", None, None, None),
         (5, "duplicate", "https://E.com/a", EARLIER, "never", 0.1)]
-    # the reasons rejected_rows gives are classified's, row for row
-    assert con.sql(f"SELECT row_id, reason FROM ({sql.load_sql('rejected_rows').rstrip().rstrip(';')}) "
+    # the reasons rejected_rows and duplicate_rejects give are classified's, row for row
+    assert con.sql(f"SELECT row_id, reason FROM ({rejects}) "
                    "EXCEPT SELECT row_id, reason FROM classified").fetchall() == []
     # Rows per reason (NULL: the published rows) and path segments; a rejected row's fields
     # are not "dropped", load reads the dropped fields of the NULL reason only.
