@@ -7,10 +7,10 @@ by how much, from task times measured on a small one. What it assumes:
 
 - **Stages.** The task instances are grouped by task id; a stage is mapped when its
   instances have a map index of 0 or more. Stages run one after the other in the DAG's
-  order (`DAG_ORDER`: begin, load_groups, normalize, load, diff_partitions, diff,
-  diff_counts, plan_slices, plan, plan_counts, render beside state, publish, then announce,
-  gc, notify, finish and verify beside each other); a task id of neither order is put in
-  a stage of its own where it started in the measured run.
+  order (`DAG_ORDER`: begin, load_groups, normalize, dedupe_parts, dedupe, load,
+  diff_partitions, diff, diff_counts, plan_slices, plan, plan_counts, render beside state,
+  publish, then announce, gc, notify, finish and verify beside each other); a task id of
+  neither order is put in a stage of its own where it started in the measured run.
 - **Fixed cost of a task.** Every task instance pays the same fixed cost (process start,
   imports, S3 connection): the measured run's shortest task (`--overhead` overrides it).
   The rest of its time is work.
@@ -32,7 +32,9 @@ by how much, from task times measured on a small one. What it assumes:
   that read rows grows instead by its marginal cost: measured work + (work - the smaller
   run's work) / (rows - its rows) x (target - rows); linear scaling where the difference
   is not positive (noise).
-- **Task counts at the target.** normalize: target rows / `--load-group-rows`; diff:
+- **Task counts at the target.** normalize: target rows / `--load-group-rows`; dedupe:
+  target rows / pipeline.load.DEDUPE_PASS_ROWS, at most one per diff partition (a first
+  run's: one per section bucket, 64); diff:
   `--diff-partitions` (default: pipeline.diff.partitions_for at the target, in this
   process's memory budget: about 6.1M rows a partition under the default 1.5 GB, 164 at
   1B; an assumption about the workers' memory); plan: the planned URLs at the target /
@@ -74,9 +76,11 @@ from pathlib import Path
 from typing import Any
 
 #: The DAG's stages in dependency order (dags/sitemaps_dag.py); a tuple of several ids runs
-#: them beside each other. load_groups and normalize: a split load (absent from older runs).
+#: them beside each other. load_groups, normalize, dedupe_parts and dedupe: a split load
+#: (absent from older runs).
 DAG_ORDER: tuple[tuple[str, ...], ...] = (
-    ("rollback",), ("begin",), ("load_groups",), ("normalize",), ("load",),
+    ("rollback",), ("begin",), ("load_groups",), ("normalize",), ("dedupe_parts",),
+    ("dedupe",), ("load",),
     ("diff_partitions",), ("diff",), ("diff_counts",), ("plan_slices",), ("plan",),
     ("plan_counts",), ("render", "state"), ("publish",),
     ("announce", "gc", "notify", "finish", "verify"),
@@ -210,11 +214,15 @@ def task_count(stage: Stage, run: dict[str, Any], opts: Options, ratio: float) -
     tasks = [t for t in _done(run) if t["task"] == stage.task]
     if stage.task == "normalize":
         return max(1, math.ceil(target / opts.load_group_rows))
+    if stage.task == "dedupe":  # at most a part per diff partition (a first run's: bucket)
+        from pipeline.diffed import DIFFED_BUCKETS
+        from pipeline.load import DEDUPE_PASS_ROWS
+        cuts = DIFFED_BUCKETS if first_run(run) else opts.diff_partitions or _partitions(target)
+        return max(1, min(cuts, math.ceil(target / DEDUPE_PASS_ROWS)))
     if stage.task == "diff":
         if opts.diff_partitions:
             return opts.diff_partitions
-        from pipeline.diff import partitions_for
-        return int(partitions_for(target))
+        return _partitions(target)
     if stage.task == "plan":
         return max(1, math.ceil(stage.rows_read * ratio / opts.plan_slice_rows))
     if stage.task == "render":
@@ -231,6 +239,11 @@ def task_count(stage: Stage, run: dict[str, Any], opts: Options, ratio: float) -
                 return count
             batch_bytes *= 2
     return max(1, math.ceil(stage.measured_tasks * ratio))
+
+
+def _partitions(rows: int) -> int:
+    from pipeline.diff import partitions_for
+    return int(partitions_for(rows))
 
 
 def _work(tasks: list[dict[str, Any]], tid: str, overhead: float) -> float | None:
