@@ -160,6 +160,8 @@ def test_each_dedupe_part_reads_its_own_partitions_once(
     assert with_hash <= read <= rows  # each row once (rejects with no hash in files of theirs)
     if parts > 1:  # no part reads them all; a bucket holds whole sections (shop: 1,200)
         assert max(d.rows for d in dedupes) <= 1_200, [d.rows for d in dedupes]
+    if "diff_partitions" in options:  # hash partitions: each part within 2x its share
+        assert max(d.rows for d in dedupes) <= 2 * rows / parts, [d.rows for d in dedupes]
     found = sorted(row_id for d in dedupes if d.duplicates_uri
                    for (row_id,) in duckdb.sql(
                        f"SELECT row_id FROM read_parquet('{d.duplicates_uri}')").fetchall())
