@@ -34,7 +34,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from pipeline import sql, storage
+from pipeline import sql, storage, tables
 from pipeline.diffed import (
     BUCKET,
     CONSTANT_COLUMN,
@@ -130,7 +130,10 @@ def list_inventory_files(inventory: str) -> list[str]:
 
 
 def list_inventory(inventory: str) -> list[storage.ListedFile]:
-    """list_inventory_files' files with their sizes and versions, from one listing."""
+    """list_inventory_files' files with their sizes and versions, from one listing (a
+    table's: its current data files, from its metadata, pipeline.tables)."""
+    if tables.is_table(inventory):
+        return tables.resolve(inventory).files
     files = storage.find_listed(inventory, ".parquet")
     if not files:
         raise InventoryError(f"inventory {inventory!r} matches no Parquet file")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 
-from pipeline import storage
+from pipeline import storage, tables
 from pipeline.errors import ConfigError, StorageError
 from pipeline.layout import WRITE_CHECK_KEY
 from pipeline.storage.s3_errors import NO_CREDENTIALS, MissingCredentials
@@ -49,8 +49,12 @@ def check_run(inventory: str, out: str, state: str, *, write: bool = True,
         raise ConfigError(f"--report-to {report_to} is in --out {out}, which is served: the "
                           "run reports (reject counts and examples of rejected rows) would be "
                           "public; give a private prefix, or leave it out (the state)")
-    for uri in (inventory, out, state):
-        check_s3_credentials(uri)
+    # a table's files are under its location (an Iceberg catalog's: the catalog says where)
+    inventory_storage = (tables.storage_location(inventory) if tables.is_table(inventory)
+                         else inventory)
+    for uri in (inventory_storage, out, state):
+        if uri is not None:
+            check_s3_credentials(uri)
     if not write:
         return
     check_writable(out, "--out")

@@ -74,6 +74,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "pipeline.taskio",
         "pipeline.manifest", "pipeline.integrity", "pipeline.lease", "pipeline.shards",
         "pipeline.diffed", "pipeline.snapshot", "pipeline.unchanged", "pipeline.state_owner",
+        "pipeline.tables",
     ),
     "load": ("pipeline.load",),
     "diff": ("pipeline.diff",),
