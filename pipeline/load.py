@@ -297,6 +297,8 @@ class LoadPlan:
     #: The parts the duplicate search is cut in (the DAG's mapped dedupe task): part P
     #: reads the normalised rows of the partitions K with K % dedupe_parts = P (dedupe_part).
     dedupe_parts: int = 1
+    #: Hive folders (`key=value`) are columns (pipeline.tables.hive_partitioned).
+    hive: bool = True
 
     @property
     def input_rows(self) -> int:
@@ -360,9 +362,10 @@ def plan_load(inventory: str, site_url: str, *, section_depth: int = 1,
     DEDUPE_PASS_ROWS: one pass each), as far as the cut allows (dedupe_part_count)."""
     site = Site.parse(site_url)
     files = list_inventory_files(inventory)
+    hive = tables.hive_partitioned(inventory)
     con = con or sql.connect()
     try:
-        register_parquet(con, "inventory_raw", files, row_ids=True)
+        register_parquet(con, "inventory_raw", files, row_ids=True, hive=hive)
         probe = con.sql("SELECT * FROM inventory_raw LIMIT 0")
         duck_types = {k: v for k, v in zip(probe.columns, probe.types, strict=True) if k != ROW_ID}
         types = {k: str(v).upper() for k, v in duck_types.items()}
@@ -392,7 +395,7 @@ def plan_load(inventory: str, site_url: str, *, section_depth: int = 1,
         columns={k: str(v) for k, v in duck_types.items()}, typed_columns=typed_columns,
         params=params, site_prefix=site.prefix, section_depth=section_depth, split=split,
         bucket_sections=bucket_sections, row_hashes=row_hashes,
-        groups=file_groups(file_rows, group_rows), dedupe_parts=dedupe_parts)
+        groups=file_groups(file_rows, group_rows), dedupe_parts=dedupe_parts, hive=hive)
 
 
 def dedupe_part_count(rows: int, split: int, bucket_sections: bool, part_rows: int) -> int:
@@ -727,7 +730,7 @@ def _register_inventory(con: duckdb.DuckDBPyConnection, plan: LoadPlan, uris: li
         base = plan.files[0].partition("://")[0] + "://" + os.path.commonpath(
             storage.arrow_files(plan.files)[1])
     register_parquet(con, f"{name}_files", uris, row_ids=True, first_file=first_file,
-                     partition_base=base)
+                     partition_base=base, hive=plan.hive)
     have = set(con.sql(f"SELECT * FROM {name}_files LIMIT 0").columns)
     missing = [f'NULL::{t} AS "{c}"' for c, t in plan.columns.items() if c not in have]
     con.sql("SELECT *" + "".join(f", {m}" for m in missing) + f" FROM {name}_files"

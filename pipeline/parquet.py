@@ -37,14 +37,15 @@ def read_table(uri: str, columns: Sequence[str], *, use_threads: bool = True) ->
 
 def register_parquet(con: duckdb.DuckDBPyConnection, name: str, files: list[str],
                      *, row_ids: bool = False, first_file: int = 0,
-                     partition_base: str | None = None) -> None:
+                     partition_base: str | None = None, hive: bool = True) -> None:
     """Make the Parquet `files` (local or on a store) queryable as the view `name`.
 
     With `row_ids`, the view has a ROW_ID column numbering rows in file order, from
     `first_file` << 40 (`files` that follow `first_file` others: a group of load's,
     pipeline.load.LoadPlan; each group's ids are its own, and in file order after the
     earlier groups'). `partition_base`: the folder below which a store's Hive folders are
-    read (default: the files' common folder).
+    read (default: the files' common folder). `hive`: read `key=value` folders as columns
+    (not for files that hold every column themselves: an Iceberg table's).
     """
     filesystem, paths = storage.arrow_files(files)
     if filesystem is not None:
@@ -54,8 +55,9 @@ def register_parquet(con: duckdb.DuckDBPyConnection, name: str, files: list[str]
             default_fragment_scan_options=ds.ParquetFragmentScanOptions(pre_buffer=False))
         common = (storage.arrow_files([partition_base])[1][0] if partition_base
                   else os.path.commonpath(paths))
-        dataset = ds.dataset(paths, format=fmt, filesystem=filesystem, partitioning="hive",
-                             partition_base_dir=common)
+        dataset = ds.dataset(paths, format=fmt, filesystem=filesystem,
+                             partitioning="hive" if hive else None,
+                             partition_base_dir=common if hive else None)
         if row_ids:  # a dataset has no file_row_number: number the scan (one thread)
             con.register(f"{name}_dataset", dataset)
             con.sql(f"SELECT *, ({int(first_file)}::BIGINT << 40) + row_number() OVER () AS {ROW_ID} "
@@ -63,7 +65,7 @@ def register_parquet(con: duckdb.DuckDBPyConnection, name: str, files: list[str]
         else:
             con.register(name, dataset)
     else:
-        rel = con.read_parquet(files, hive_partitioning=True, union_by_name=True)
+        rel = con.read_parquet(files, hive_partitioning=hive, union_by_name=True)
         if row_ids:  # DuckDB's virtual columns: no window, the scan stays parallel
             rel = rel.select(f"*, ((file_index + {int(first_file)})::BIGINT << 40) "
                              f"+ file_row_number AS {ROW_ID}")

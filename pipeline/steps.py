@@ -205,7 +205,7 @@ def _input_identity(opts: RunOptions, state_uri: str, site: Site, public: str,
     must do the work whatever the identity (pipeline.unchanged.work_regardless: a first
     run, another number of rows, ...) leaves it to load, which takes it from the rows it
     reads: no scan of every row here."""
-    from pipeline import unchanged
+    from pipeline import tables, unchanged
     from pipeline.load import inventory_rows, list_inventory
 
     if opts.compare_snapshot or not opts.check_writable:
@@ -230,7 +230,7 @@ def _input_identity(opts: RunOptions, state_uri: str, site: Site, public: str,
     if regardless is not None:
         return None, regardless, True, inventory
     if sums is None:
-        sums = unchanged.row_sums(files)
+        sums = unchanged.row_sums(files, hive=tables.hive_partitioned(opts.inventory))
         meter.read(rows=rows or 0, files=len(files))  # the identity's scan of every row
         # an unchanged run records this listing with them (publish_step)
         inventory["row_sums"] = list(sums) if sums else None

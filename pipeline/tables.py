@@ -27,9 +27,7 @@ import logging
 import os
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import parse_qs, unquote
-
-import pyarrow as pa
+from urllib.parse import parse_qs
 
 from pipeline.errors import InventoryError, TransientError
 from pipeline.storage import ListedFile, s3_settings
@@ -69,6 +67,13 @@ def is_table(uri: str) -> bool:
     return uri.startswith((DELTA_PREFIX, ICEBERG_PREFIX))
 
 
+def hive_partitioned(uri: str) -> bool:
+    """Whether the inventory's `key=value` folders are columns: not an Iceberg table's,
+    whose data files hold every column (a folder's value is the writer's spelling of it,
+    `a+b` for `a b`); a Delta table's partition columns are only in its folders."""
+    return not uri.startswith(ICEBERG_PREFIX)
+
+
 def storage_location(uri: str) -> str | None:
     """The storage URI a table's files are under, where the URI says it (a Delta table's
     location); None for an Iceberg table (its catalog says where)."""
@@ -87,8 +92,8 @@ def resolve(uri: str) -> TableVersion:
 
 def _local_or_s3(uri: str, table: str) -> str:
     """A data file's URI as storage reads it: a local path or s3://."""
-    if uri.startswith("file://"):
-        return unquote(uri.removeprefix("file://"))
+    if uri.startswith("file://"):  # a path as it is, as the rest of the pipeline reads one
+        return uri.removeprefix("file://")
     if uri.startswith("s3a://"):
         return "s3://" + uri.removeprefix("s3a://")
     if uri.startswith("s3://") or "://" not in uri:
@@ -142,12 +147,13 @@ def _delta_storage_options(location: str) -> dict[str, str]:
 def _resolve_delta(uri: str) -> TableVersion:
     location = _delta_location(uri)
     try:
+        import pyarrow as pa
         from deltalake import DeltaTable
         from deltalake.exceptions import DeltaError, TableNotFoundError
     except ImportError as exc:
         raise InventoryError(f"inventory {uri!r} is a Delta table: {INSTALL_HINT}") from exc
     if location.startswith("file://"):
-        location = unquote(location.removeprefix("file://"))
+        location = location.removeprefix("file://")
     if "://" not in location:
         location = os.path.abspath(location)
     try:
@@ -177,7 +183,7 @@ def _resolve_delta(uri: str) -> TableVersion:
                              f"files but {len(uris)} file URIs")
     files = []
     for file_uri, path, size in zip(uris, actions["path"], actions["size_bytes"], strict=True):
-        if not file_uri.endswith(unquote(path).lstrip("/").rsplit("/", 1)[-1]):
+        if not file_uri.endswith(path.rsplit("/", 1)[-1]):
             raise InventoryError(f"Delta table {location}: cannot match the data file {path!r} "
                                  "to its URI")
         files.append(ListedFile(uri=_local_or_s3(file_uri, location), size=int(size),
@@ -188,6 +194,7 @@ def _resolve_delta(uri: str) -> TableVersion:
 def _refuse_deletion_vectors(table: Any, location: str) -> None:
     """InventoryError when a current file of `table` has a deletion vector: its rows
     marked deleted are still in its Parquet file."""
+    import pyarrow as pa
     from deltalake.exceptions import DeltaError
 
     refusal = (f"Delta table {location} has deletion vectors (rows deleted without "

@@ -83,15 +83,16 @@ def row_hash_column(columns: Sequence[str]) -> str:
     return f"hash({row}) AS {ROW_HASH_COLUMN}"
 
 
-def row_sums(files: Sequence[str]) -> tuple[int, int, int, list[str]] | None:
+def row_sums(files: Sequence[str], *, hive: bool = True
+             ) -> tuple[int, int, int, list[str]] | None:
     """(rows, sum of hash(row), sum of hash(hash(row)), column names) of the inventory
-    files; None when DuckDB cannot read them as they are (invalid UTF-8: the load cleans
-    a copy)."""
+    files (`hive`: with their Hive folders' columns, as load reads them); None when DuckDB
+    cannot read them as they are (invalid UTF-8: the load cleans a copy)."""
     from pipeline.parquet import register_parquet
 
     con = sql.connect()
     try:
-        register_parquet(con, "inventory_rows", list(files))
+        register_parquet(con, "inventory_rows", list(files), hive=hive)
         # hash(t): the whole row as one struct value, Hive partition columns included.
         columns = con.sql("SELECT * FROM inventory_rows LIMIT 0").columns
         rows, first, second = sql.first_row(

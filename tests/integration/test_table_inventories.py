@@ -226,3 +226,25 @@ def test_a_run_without_tables_imports_neither_library() -> None:
     found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                            check=True).stdout.strip()
     assert found == "[]"
+
+
+def test_an_iceberg_tables_partition_folders_are_not_read_as_columns(tmp_path: Path) -> None:
+    """An identity-partitioned Iceberg table's folders spell its values as the writer does
+    (`section=a+b` for `a b`); its data files hold the values themselves."""
+    import duckdb
+
+    from pipeline.load import plan_load
+    from pipeline.parquet import register_parquet
+
+    catalog = iceberg_catalog(tmp_path)
+    catalog.create_namespace("www")
+    table = catalog.create_table("www.urls", schema=SCHEMA.append(pa.field("section", pa.string())))
+    with table.update_spec() as spec:
+        spec.add_identity("section")
+    first = rows(0, 10)
+    table.append(first.append_column("section", pa.array(["a b", "c"] * 5)))
+    plan = plan_load(f"iceberg+sqlite://{tmp_path / 'catalog.db'}#www.urls", SITE)
+    assert not plan.hive and any("/section=a+b/" in f for f in plan.files)
+    con = duckdb.connect()
+    register_parquet(con, "inventory", plan.files, hive=plan.hive)
+    assert con.sql("SELECT DISTINCT section FROM inventory ORDER BY 1").fetchall() == [("a b",), ("c",)]
