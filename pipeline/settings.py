@@ -119,7 +119,8 @@ class Limits:
 class RunOptions:
     """Everything one run can be told; every default lives here (see the module docstring)."""
 
-    inventory: str = required("Parquet file, glob or (Hive-partitioned) folder; local or s3://")
+    inventory: str = required("Parquet file, glob or (Hive-partitioned) folder; local or s3://; "
+                              "or a table: delta+URI, iceberg+sqlite:///catalog.db#ns.table")
     site_url: str = required("the site, scheme included, e.g. https://www.example.com/")
     out: str = required("local folder or s3://bucket/prefix/")
     public_url: str | None = option(

@@ -12,7 +12,7 @@ live there), plus the DAG's own keys below; plain Python, tested without Airflow
     [sites.www]                     # DAG id `sitemaps_www`
     site_url = "https://www.example.com/"
     public_url = "https://www.example.com/sitemaps/"   # where `out` is served
-    inventory = "s3://inventory/www/"                  # Parquet file, glob or folder
+    inventory = "s3://inventory/www/"                  # Parquet file, glob, folder or table
     out = "s3://sitemaps-public/www/"
     # state = "<out>.state"        work = "<state>/runs"   (must be shared storage)
 
