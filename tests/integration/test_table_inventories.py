@@ -9,6 +9,7 @@ same and publishes nothing. What the data files alone would publish wrongly is r
 from __future__ import annotations
 
 import json
+import logging
 import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
@@ -57,7 +58,8 @@ def begin_rows(summary: dict[str, Any]) -> int:
     return int(summary["stage_io"]["begin"]["rows_read"])
 
 
-def check_versions(inventory: str, out: str, append: Any, compact: Any) -> None:
+def check_versions(inventory: str, out: str, append: Any, compact: Any,
+                   caplog: pytest.LogCaptureFixture) -> None:
     """The whole life of a table inventory: published, unchanged, appended, compacted."""
     first_rows = rows(0, ROWS)
     first = run_on(inventory, out, 0)
@@ -65,10 +67,13 @@ def check_versions(inventory: str, out: str, append: Any, compact: Any) -> None:
     assert set(read_output(out).locs) == valid_urls(first_rows)
     assert first["counts"]["rejected"] == {"not_http": ROWS // 50}
 
-    # the same version: decided from the table's metadata, not a row read
-    again = run_on(inventory, out, 1)
+    # the same version: decided from one read of the table's metadata, not a row read
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="pipeline.tables"):
+        again = run_on(inventory, out, 1)
     assert again["unchanged"] and again["generation"] == first["generation"]
     assert begin_rows(again) == 0
+    assert len([r for r in caplog.records if r.name == "pipeline.tables"]) == 1
 
     added = rows(ROWS, 100)
     append(added)
@@ -94,7 +99,7 @@ def check_versions(inventory: str, out: str, append: Any, compact: Any) -> None:
 
 
 def test_a_delta_table_is_published_skipped_when_unchanged_and_read_again_when_not(
-        tmp_path: Path) -> None:
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     from deltalake import DeltaTable, write_deltalake
 
     table = tmp_path / "urls"
@@ -102,7 +107,7 @@ def test_a_delta_table_is_published_skipped_when_unchanged_and_read_again_when_n
     check_versions(
         f"delta+file://{table}", str(tmp_path / "out"),
         lambda added: write_deltalake(str(table), added, mode="append"),
-        lambda: DeltaTable(str(table)).optimize.compact())
+        lambda: DeltaTable(str(table)).optimize.compact(), caplog)
     # the identity kept is the table's own version
     record = json.loads((tmp_path / "out.state" / "input-identity.json").read_text())
     version = DeltaTable(str(table)).version()
@@ -152,6 +157,16 @@ def test_a_delta_table_with_deletion_vectors_is_refused(tmp_path: Path) -> None:
     assert not (tmp_path / "out" / "manifest.json").exists()
 
 
+def test_a_delta_table_with_column_mapping_is_refused(tmp_path: Path) -> None:
+    """Its data files name columns by physical names (col-<uuid>), not the table's."""
+    from deltalake import write_deltalake
+
+    write_deltalake(str(tmp_path / "urls"), rows(0, 10),
+                    configuration={"delta.columnMapping.mode": "name"})
+    with pytest.raises(InventoryError, match="column mapping"):
+        resolve(f"delta+{tmp_path / 'urls'}")
+
+
 # Apache Iceberg ---------------------------------------------------------------------------
 
 
@@ -163,7 +178,7 @@ def iceberg_catalog(tmp_path: Path) -> Any:
 
 
 def test_an_iceberg_table_is_published_skipped_when_unchanged_and_read_again_when_not(
-        tmp_path: Path) -> None:
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     catalog = iceberg_catalog(tmp_path)
     catalog.create_namespace("www")
     table = catalog.create_table("www.urls", schema=SCHEMA)
@@ -174,7 +189,25 @@ def test_an_iceberg_table_is_published_skipped_when_unchanged_and_read_again_whe
         table.overwrite(whole)
 
     check_versions(f"iceberg+sqlite://{tmp_path / 'catalog.db'}#www.urls",
-                   str(tmp_path / "out"), table.append, compact)
+                   str(tmp_path / "out"), table.append, compact, caplog)
+
+
+def test_an_iceberg_table_on_s3_is_read(s3_bucket: Any, tmp_path: Path) -> None:
+    """The catalog on SQLite, the table's metadata and data files on SeaweedFS."""
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    from pipeline.tables import _iceberg_properties
+
+    catalog = SqlCatalog("default", uri=f"sqlite:///{tmp_path / 'catalog.db'}",
+                         warehouse=s3_bucket.url("warehouse"), **_iceberg_properties())
+    catalog.create_namespace("www")
+    catalog.create_table("www.urls", schema=SCHEMA).append(rows(0, ROWS))
+    inventory, out = f"iceberg+sqlite://{tmp_path / 'catalog.db'}#www.urls", s3_bucket.url("out/")
+    assert all(f.uri.startswith(s3_bucket.url("warehouse/")) for f in resolve(inventory).files)
+    assert run_on(inventory, out, 0)["published"]
+    assert set(read_output(out).locs) == valid_urls(rows(0, ROWS))
+    again = run_on(inventory, out, 1)
+    assert again["unchanged"] and begin_rows(again) == 0
 
 
 def test_an_iceberg_table_with_delete_files_is_refused(tmp_path: Path) -> None:
@@ -200,6 +233,30 @@ def test_an_iceberg_table_with_delete_files_is_refused(tmp_path: Path) -> None:
         append.append_data_file(delete_file)
     with pytest.raises(InventoryError, match="delete files.*compact the table"):
         run_on(f"iceberg+sqlite://{tmp_path / 'catalog.db'}#www.urls", str(tmp_path / "out"), 0)
+
+
+def test_an_iceberg_table_with_a_renamed_column_or_an_orc_file_is_refused(tmp_path: Path
+                                                                          ) -> None:
+    from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
+
+    catalog = iceberg_catalog(tmp_path)
+    catalog.create_namespace("www")
+    renamed = catalog.create_table("www.renamed", schema=SCHEMA)
+    renamed.append(rows(0, 10))
+    with renamed.update_schema() as update:
+        update.rename_column("changefreq", "change_frequency")
+    with pytest.raises(InventoryError, match="'change_frequency' was renamed from 'changefreq'"):
+        resolve(f"iceberg+sqlite://{tmp_path / 'catalog.db'}#www.renamed")
+
+    orc = catalog.create_table("www.orc", schema=SCHEMA)
+    orc_file = DataFile.from_args(
+        content=DataFileContent.DATA, file_path=f"file://{tmp_path}/urls.orc",
+        file_format=FileFormat.ORC, partition={}, record_count=10, file_size_in_bytes=1000)
+    orc_file.spec_id = orc.spec().spec_id
+    with orc.transaction() as tx, tx.update_snapshot().fast_append() as append:
+        append.append_data_file(orc_file)
+    with pytest.raises(InventoryError, match="is ORC, not Parquet"):
+        resolve(f"iceberg+sqlite://{tmp_path / 'catalog.db'}#www.orc")
 
 
 # URIs and what is not there --------------------------------------------------------------
