@@ -27,7 +27,7 @@ import logging
 import os
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
 
 from pipeline.errors import InventoryError, TransientError
 from pipeline.storage import ListedFile, s3_settings
@@ -222,27 +222,28 @@ def _delta_error(uri: str, exc: Exception) -> Exception:
 
 def _iceberg_parts(uri: str) -> tuple[str, str, str]:
     """(SQLAlchemy URL of the catalog, catalog name, table identifier) of an Iceberg URI."""
-    rest = uri.removeprefix(ICEBERG_PREFIX)
-    catalog_uri, _, identifier = rest.partition("#")
-    scheme, sep, path = catalog_uri.partition("://")
-    catalog_uri, _, query = catalog_uri.partition("?")
-    path = path.partition("?")[0]
-    name = parse_qs(query).get("catalog", [DEFAULT_CATALOG])[0]
-    if (not sep or scheme.split("+")[0] not in ICEBERG_CATALOG_SCHEMES or not path
-            or identifier.count(".") < 1 or "" in identifier.split(".")):
+    catalog, _, identifier = uri.removeprefix(ICEBERG_PREFIX).partition("#")
+    parts = urlsplit(catalog)
+    query = parse_qs(parts.query)
+    name = query.pop("catalog", [DEFAULT_CATALOG])[0]
+    if (parts.scheme.split("+")[0] not in ICEBERG_CATALOG_SCHEMES or "://" not in catalog
+            or not (parts.netloc or parts.path) or "." not in identifier
+            or "" in identifier.split(".")):
         raise InventoryError(
             f"inventory {uri!r}: an Iceberg table URI is iceberg+<SQL catalog URI>#namespace."
             "table, e.g. iceberg+sqlite:///path/to/catalog.db#www.urls (the catalog on "
             "SQLite or PostgreSQL; ?catalog=NAME for a catalog not named default)")
-    if scheme == "sqlite":
-        if not path.startswith("/"):
+    if parts.scheme == "sqlite":
+        if parts.netloc or not parts.path.startswith("/"):
             raise InventoryError(f"inventory {uri!r}: the SQLite catalog's path must be "
                                  "absolute: iceberg+sqlite:///path/to/catalog.db#namespace.table")
+        path = "/" + parts.path.lstrip("/")  # SQLAlchemy's own spelling has four slashes
         if not os.path.isfile(path):  # SQLAlchemy would make an empty database there
             raise InventoryError(f"inventory {uri!r}: no Iceberg catalog at {path} (no such "
                                  "file); check the path")
-        catalog_uri = f"sqlite:///{path}"
-    return catalog_uri, name, identifier
+        return f"sqlite:///{path}", name, identifier
+    # the database's own options (sslmode=...) kept, ours taken out
+    return urlunsplit(parts._replace(query=urlencode(query, doseq=True))), name, identifier
 
 
 def _iceberg_properties() -> dict[str, str]:
@@ -275,6 +276,9 @@ def _resolve_iceberg(uri: str) -> TableVersion:
         raise InventoryError(f"inventory {uri!r}: no Iceberg table {identifier} in catalog "
                              f"{name!r} ({_one_line(exc)}); check the identifier and "
                              "?catalog=") from exc
+    except OSError as exc:  # the table's metadata file on a store that did not answer
+        raise TransientError(f"inventory {uri!r}: cannot read the Iceberg table's metadata: "
+                             f"{exc}") from exc
     except Exception as exc:  # SQLAlchemy's and pyiceberg's own: a catalog that is not one
         raise InventoryError(f"inventory {uri!r}: cannot open the Iceberg catalog: "
                              f"{_one_line(exc)}") from exc

@@ -265,9 +265,11 @@ def test_an_iceberg_table_with_a_renamed_column_or_an_orc_file_is_refused(tmp_pa
 @pytest.mark.parametrize(("uri", "words"), [
     ("delta+ftp://host/t", "a Delta table URI is"),
     ("delta+{tmp}/nothing", "no Delta table at"),
-    ("iceberg+sqlite:///{tmp}/nothing.db#www.urls", "no Iceberg catalog at"),
-    ("iceberg+sqlite:///{tmp}/catalog.db", "an Iceberg table URI is"),
+    ("iceberg+sqlite://{tmp}/nothing.db#www.urls", "no Iceberg catalog at"),
+    ("iceberg+sqlite://{tmp}/catalog.db", "an Iceberg table URI is"),
+    ("iceberg+sqlite://relative/catalog.db#www.urls", "must be absolute"),
     ("iceberg+mysql://host/db#www.urls", "an Iceberg table URI is"),
+    ("iceberg+sqlite://{tmp}/catalog.db#www.other", "no Iceberg table www.other"),
     ("iceberg+sqlite:///{tmp}/catalog.db#www.other", "no Iceberg table www.other"),
 ])
 def test_a_bad_table_uri_or_a_missing_table_is_refused(tmp_path: Path, uri: str,
@@ -275,6 +277,24 @@ def test_a_bad_table_uri_or_a_missing_table_is_refused(tmp_path: Path, uri: str,
     iceberg_catalog(tmp_path).create_namespace("www")
     with pytest.raises(InventoryError, match=words):
         run_on(uri.format(tmp=tmp_path), str(tmp_path / "out"), 0)
+
+
+def test_a_catalog_of_another_name_is_named_in_the_uri(tmp_path: Path) -> None:
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    from pipeline.tables import _iceberg_parts
+
+    catalog = SqlCatalog("prod", uri=f"sqlite:///{tmp_path / 'catalog.db'}",
+                         warehouse=f"file://{tmp_path / 'warehouse'}")
+    catalog.create_namespace("www")
+    catalog.create_table("www.urls", schema=SCHEMA).append(rows(0, 10))
+    uri = f"iceberg+sqlite://{tmp_path / 'catalog.db'}?catalog=prod#www.urls"
+    assert len(resolve(uri).files) == 1
+    with pytest.raises(InventoryError, match="no Iceberg table www.urls in catalog 'default'"):
+        resolve(uri.replace("?catalog=prod", ""))
+    assert _iceberg_parts("iceberg+postgresql://u@db.internal/cat?sslmode=require&catalog=prod"
+                          "#www.urls") == (
+        "postgresql://u@db.internal/cat?sslmode=require", "prod", "www.urls")
 
 
 def test_a_run_without_tables_imports_neither_library() -> None:
