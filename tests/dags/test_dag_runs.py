@@ -370,3 +370,32 @@ def test_params_force_and_allow_shrink(
     assert live["previous"] == first["generation"] != live["generation"]
     assert live["counts"]["input_rows"] == URLS * 6 // 10
     assert live["counts"]["published"] < first["counts"]["published"] * 0.9
+
+
+def test_dag_run_reads_a_delta_table_on_s3(
+        tmp_path: Path, airflow_db: Path, s3_bucket: S3Bucket) -> None:
+    """A Delta table on S3 as a site's inventory: the DAG publishes what the CLI publishes
+    from it, and a run of the same table version after the DAG's is unchanged."""
+    from deltalake import write_deltalake
+
+    from pipeline.tables import _delta_storage_options
+
+    table = pq.read_table(make_inventory(tmp_path / "inventory.parquet", URLS, site=SITE))
+    location = s3_bucket.url("tables/urls")
+    write_deltalake(location, table, storage_options={
+        **_delta_storage_options(location), "AWS_S3_ALLOW_UNSAFE_RENAME": "true"})
+    block = site_block("delta", s3_bucket, "unused", "out/").replace(
+        f'inventory = "{s3_bucket.url("unused")}"', f'inventory = "delta+{location}"')
+    env = airflow_for(tmp_path, airflow_db, s3_bucket, block)
+
+    rc, out, _ = dags_test(env, "sitemaps_delta")
+    assert rc == 0, tail(out)
+    published = read_output(s3_bucket.url("out/"), max_urls=MAX_URLS)
+    cli = run(RunOptions(inventory=f"delta+{location}", site_url=SITE, out=s3_bucket.url("cli/"),
+                         public_url=PUBLIC, limits=Limits(max_urls=MAX_URLS), run_time=RUN_TIME))
+    assert sorted(published.locs) == sorted(read_output(s3_bucket.url("cli/"),
+                                                        max_urls=MAX_URLS).locs)
+    assert published.manifest["counts"]["published"] == cli["counts"]["published"] > 0
+    assert run(RunOptions(inventory=f"delta+{location}", site_url=SITE, out=s3_bucket.url("out/"),
+                          public_url=PUBLIC, limits=Limits(max_urls=MAX_URLS),
+                          run_time=RUN_TIME + timedelta(days=1)))["unchanged"]
