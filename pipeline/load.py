@@ -365,7 +365,7 @@ def plan_load(inventory: str, site_url: str, *, section_depth: int = 1,
     hive = tables.hive_partitioned(inventory)
     con = con or sql.connect()
     try:
-        register_parquet(con, "inventory_raw", files, row_ids=True, hive=hive)
+        register_parquet(con, "inventory_raw", files, row_ids=True, hive=hive, every_schema=True)
         probe = con.sql("SELECT * FROM inventory_raw LIMIT 0")
         duck_types = {k: v for k, v in zip(probe.columns, probe.types, strict=True) if k != ROW_ID}
         types = {k: str(v).upper() for k, v in duck_types.items()}
@@ -730,7 +730,7 @@ def _register_inventory(con: duckdb.DuckDBPyConnection, plan: LoadPlan, uris: li
         base = plan.files[0].partition("://")[0] + "://" + os.path.commonpath(
             storage.arrow_files(plan.files)[1])
     register_parquet(con, f"{name}_files", uris, row_ids=True, first_file=first_file,
-                     partition_base=base, hive=plan.hive)
+                     partition_base=base, hive=plan.hive, every_schema=True)
     have = set(con.sql(f"SELECT * FROM {name}_files LIMIT 0").columns)
     missing = [f'NULL::{t} AS "{c}"' for c, t in plan.columns.items() if c not in have]
     con.sql("SELECT *" + "".join(f", {m}" for m in missing) + f" FROM {name}_files"

@@ -37,7 +37,8 @@ def read_table(uri: str, columns: Sequence[str], *, use_threads: bool = True) ->
 
 def register_parquet(con: duckdb.DuckDBPyConnection, name: str, files: list[str],
                      *, row_ids: bool = False, first_file: int = 0,
-                     partition_base: str | None = None, hive: bool = True) -> None:
+                     partition_base: str | None = None, hive: bool = True,
+                     every_schema: bool = False) -> None:
     """Make the Parquet `files` (local or on a store) queryable as the view `name`.
 
     With `row_ids`, the view has a ROW_ID column numbering rows in file order, from
@@ -46,6 +47,10 @@ def register_parquet(con: duckdb.DuckDBPyConnection, name: str, files: list[str]
     earlier groups'). `partition_base`: the folder below which a store's Hive folders are
     read (default: the files' common folder). `hive`: read `key=value` folders as columns
     (not for files that hold every column themselves: an Iceberg table's).
+    `every_schema`: the view's columns are those of every file (an inventory's files may
+    differ: a column added later), as DuckDB reads local files; a store's are otherwise
+    those of the first file alone (pyarrow's dataset), and a column the first file lacks
+    would be dropped from every file. It reads every file's footer.
     """
     filesystem, paths = storage.arrow_files(files)
     if filesystem is not None:
@@ -55,7 +60,16 @@ def register_parquet(con: duckdb.DuckDBPyConnection, name: str, files: list[str]
             default_fragment_scan_options=ds.ParquetFragmentScanOptions(pre_buffer=False))
         common = (storage.arrow_files([partition_base])[1][0] if partition_base
                   else os.path.commonpath(paths))
-        dataset = ds.dataset(paths, format=fmt, filesystem=filesystem,
+        schema = None
+        if every_schema and len(paths) > 1:
+            factory = ds.FileSystemDatasetFactory(
+                filesystem, paths, fmt, ds.FileSystemFactoryOptions(
+                    partition_base_dir=common if hive else None,
+                    partitioning=ds.HivePartitioning.discover() if hive else None))
+            # "permissive": an int column in one file and a double in another is a double,
+            # as DuckDB's union_by_name makes it
+            schema = factory.inspect(promote_options="permissive", fragments=None)
+        dataset = ds.dataset(paths, schema=schema, format=fmt, filesystem=filesystem,
                              partitioning="hive" if hive else None,
                              partition_base_dir=common if hive else None)
         if row_ids:  # a dataset has no file_row_number: number the scan (one thread)

@@ -92,7 +92,7 @@ def row_sums(files: Sequence[str], *, hive: bool = True
 
     con = sql.connect()
     try:
-        register_parquet(con, "inventory_rows", list(files), hive=hive)
+        register_parquet(con, "inventory_rows", list(files), hive=hive, every_schema=True)
         # hash(t): the whole row as one struct value, Hive partition columns included.
         columns = con.sql("SELECT * FROM inventory_rows LIMIT 0").columns
         rows, first, second = sql.first_row(

@@ -273,3 +273,24 @@ def test_groups_of_files_on_s3_load_what_one_load_does(s3_bucket: Any, tmp_path:
     assert valid_rows(parts) == valid_rows(whole)
     # row ids differ (each group numbers from its first file), their order does not
     assert [r[1:] for r in rejects(parts)] == [r[1:] for r in rejects(whole)]
+
+
+def test_a_column_the_first_file_on_s3_lacks_is_read_from_the_others(
+        s3_bucket: Any, tmp_path: Path) -> None:
+    """On S3 the files' columns are all of theirs, as locally: the first file has no
+    `priority` and a `lastmod` of dates, the second has both; its priorities are kept and
+    the first file's rows read NULL (pyarrow's dataset alone takes the first file's)."""
+    first = tmp_path / "a.parquet"
+    second = tmp_path / "b.parquet"
+    pq.write_table(pa.table({"url": [f"{SITE}a/{i}" for i in range(3)],
+                             "lastmod": ["2026-12-01"] * 3}), first)
+    pq.write_table(pa.table({"url": [f"{SITE}b/{i}" for i in range(3)],
+                             "lastmod": ["2026-12-02"] * 3, "priority": [0.1, 0.2, 0.3]}), second)
+    for path in (first, second):
+        s3_bucket.client.upload_file(str(path), s3_bucket.name, f"inv/{path.name}")
+    for options in ({}, {"row_hashes": True}):
+        on_s3 = load(s3_bucket.url("inv/"), SITE, s3_bucket.url("work"), **options)
+        local = load(str(tmp_path / "*.parquet"), SITE, str(tmp_path / "work"), **options)
+        assert valid_rows(on_s3) == valid_rows(local)
+        assert [r[3] for r in valid_rows(on_s3)] == [None, None, None, 0.1, 0.2, 0.3]
+        assert on_s3.row_sums == local.row_sums
