@@ -1,5 +1,5 @@
-"""The `sitemaps` command line: run, demo, diff, status, repair, rollback, validate, gc, robots,
-feed, report, indexnow-key.
+"""The `sitemaps` command line: run, demo, diff, status, repair, rollback, validate, verify,
+explain, gc, robots, feed, report, indexnow-key.
 
 Every failure a user can cause ends in one `error:` line on stderr and a documented exit
 code (EXIT_CODES); `--debug` shows the traceback of an unexpected error instead.
@@ -28,7 +28,8 @@ EXIT_CODES = """\
 exit codes:
   0    done
   1    status, gc: no generation at --out; status: the root index disagrees with the
-       manifest; validate: problems found; an unexpected error (--debug: its traceback)
+       manifest; validate: problems found; explain: the URL is not published; an
+       unexpected error (--debug: its traceback)
   2    bad input or configuration: fix it, a retry will not help (rollback: a generation
        not kept, or not intact); a full disk (the folder that filled is named)
   3    another generation was published since this run started (or another run holds
@@ -161,6 +162,16 @@ def build_parser() -> argparse.ArgumentParser:
                    metavar="M", help="minutes a served root index may lag the live generation "
                    f"(a cache) before it is a problem (default {verify.DEFAULT_STALE_MINUTES:g})")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
+
+    p = add("explain", "why one URL is (or is not) in the live sitemaps: its sitemap file and "
+                       "index, or its reject reason, and its history over the kept generations "
+                       "(exit 0 published, 1 not published)",
+            "sitemaps explain 'https://WWW.example.com:443/shop/item-1' "
+            "--out s3://www-sitemaps/sitemaps/")
+    p.add_argument("url", metavar="URL", help="the URL, in any spelling (normalised as load does)")
+    p.add_argument("--out", required=True, help="local folder or s3://bucket/prefix/")
+    p.add_argument("--state", help=f"state URI (default: {settings.DEFAULT_STATE_HELP})")
+    p.add_argument("--json", action="store_true", help="print the answer as JSON")
 
     p = add("gc", "delete files no kept generation references",
             "sitemaps gc --out s3://www-sitemaps/sitemaps/ --dry-run")
@@ -384,6 +395,42 @@ def cmd_verify(args: argparse.Namespace) -> int:
     return 1
 
 
+def cmd_explain(args: argparse.Namespace) -> int:
+    from pipeline.explain import explain
+
+    answer = explain(args.out, args.url, args.state)
+    if args.json:
+        print(json.dumps(answer.to_dict(), indent=2, sort_keys=True))
+        return 0 if answer.published else 1
+    print(f"url: {answer.normalized}" + ("" if answer.normalized == answer.url
+                                         else f" (given as {answer.url})"))
+    listing = answer.listing
+    if listing is not None:
+        print(f"published in generation {answer.generation} (live)")
+        print(f"sitemap: {listing.sitemap_url} (section {listing.section}, shard {listing.shard})")
+        print(f"index: {listing.index_url}")
+        print(f"lastmod: {listing.lastmod or '-'}; first seen {listing.first_seen or '-'}, "
+              f"last changed {listing.last_changed or '-'}"
+              + (f"; unchanged since generation {answer.unchanged_since}"
+                 if answer.unchanged_since else ""))
+    elif answer.rejects:
+        print(f"not published in generation {answer.generation} (live): rejected")
+    else:
+        print(f"not published in generation {answer.generation} (live): not in the inventory")
+    for r in answer.rejects:
+        lost = "lost" if r.reason == "duplicate" else "rejected"
+        print(f"  row {r.row_id} {lost}: {r.reason}: {r.why}; url as it came in {r.url!r}, "
+              f"lastmod {r.lastmod or '-'}, changefreq {r.changefreq or '-'}, "
+              f"priority {'-' if r.priority is None else r.priority}")
+    print("history (newest first):")
+    for g in answer.history:
+        where = ("published" if g.published else "not published") if g.published is not None \
+            else "its state is gone"
+        print(f"  {g.generation}{' live' if g.live else ''}  {where}"
+              + (f", {g.change}" if g.change else ""))
+    return 0 if answer.published else 1
+
+
 def cmd_diff(args: argparse.Namespace) -> int:
     import shutil
     import tempfile
@@ -453,8 +500,8 @@ def cmd_gc(args: argparse.Namespace) -> int:
 
 
 COMMANDS = {"run": cmd_run, "demo": cmd_demo, "status": cmd_status, "diff": cmd_diff,
-            "validate": cmd_validate, "verify": cmd_verify, "gc": cmd_gc, "repair": cmd_repair,
-            "rollback": cmd_rollback}
+            "validate": cmd_validate, "verify": cmd_verify, "explain": cmd_explain, "gc": cmd_gc,
+            "repair": cmd_repair, "rollback": cmd_rollback}
 
 
 def _notify_commands() -> None:

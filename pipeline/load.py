@@ -457,10 +457,7 @@ def load_group(plan: LoadPlan, group: int, work_uri: str, *,
         raise InventoryError(f"cannot read the inventory {plan.inventory!r}: {_one_line(exc)}") from exc
     except OSError as exc:
         raise InventoryError(f"cannot read the inventory {plan.inventory!r}: {exc}") from exc
-    con.create_function("check_url", _check_url_batch, ["VARCHAR", "VARCHAR"], "VARCHAR",
-                        type="arrow", null_handling="special",  # type: ignore[call-overload]
-                        side_effects=False)
-    con.execute(sql.load_sql("normalize_macros"))
+    register_url_rules(con)
     work = storage.open_storage(work_uri)
     typed = f"SELECT {', '.join(plan.typed_columns)} FROM inventory_raw"
     con.sql(typed).create_view("inventory_typed", replace=True)
@@ -1032,6 +1029,16 @@ def _flag_invalid_utf8(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBat
                 column = pa.array(fixed, column.type)
         columns.append(column)
     return pa.RecordBatch.from_arrays([*columns, pa.array(bad)], schema=schema)
+
+
+def register_url_rules(con: duckdb.DuckDBPyConnection) -> None:
+    """The URL rules of normalize_inventory on `con`: the UDF check_url and the macro
+    normalized_url (sql/normalize_macros.sql), for load and for whoever must spell a URL
+    as load does (pipeline.explain)."""
+    con.create_function("check_url", _check_url_batch, ["VARCHAR", "VARCHAR"], "VARCHAR",
+                        type="arrow", null_handling="special",  # type: ignore[call-overload]
+                        side_effects=False)
+    con.execute(sql.load_sql("normalize_macros"))
 
 
 def _check_url_batch(urls: Any, prefixes: Any) -> Any:

@@ -85,6 +85,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "steps/run/cli": (
         "pipeline.preflight", "pipeline.steps", "pipeline.run", "pipeline.status",
         "pipeline.orchestration", "pipeline.alerts", "pipeline.sites", "pipeline.validate", "pipeline.verify",
+        "pipeline.explain",
         "pipeline.demo",
         "pipeline.cli_notify", "pipeline.cli",
     ),
