@@ -530,7 +530,7 @@ def dedupe_part(plan: LoadPlan, results: Sequence[GroupResult], part: int, parts
     """Find the duplicates among the groups' rows (`results`: every group's) of the
     partitions K with K % `parts` = `part` (whole diff partitions or buckets: every copy
     of a URL is in one; find_duplicates); write them as rejected rows,
-    `duplicates/dNNNNN.parquet`, and count them. The DAG's mapped dedupe task runs one
+    `duplicate-parts/dNNNNN.parquet`, and count them. The DAG's mapped dedupe task runs one
     part (LoadPlan.dedupe_parts); the CLI runs one part of all."""
     started = time.monotonic()
     con = con or sql.connect()
