@@ -130,17 +130,26 @@ def _delta_storage_options(location: str) -> dict[str, str]:
     or the environment's), so a table is read as the rest of the inventory would be."""
     if not location.startswith("s3://"):
         return {}
+    options = _s3_options("AWS_REGION", "AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID",
+                          "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
+    if options.get("AWS_ENDPOINT_URL", "").startswith("http://"):
+        options["AWS_ALLOW_HTTP"] = "true"
+    return options
+
+
+def _s3_options(region: str, endpoint: str, key_id: str, secret: str, token: str
+                ) -> dict[str, str]:
+    """The run's S3 settings (pipeline.storage.s3_settings: an Airflow connection's or the
+    environment's) under a library's names for them; those not set left out."""
     cfg = s3_settings()
-    options = {"AWS_REGION": cfg.region}
+    options = {region: cfg.region}
     if cfg.endpoint_url:
-        options["AWS_ENDPOINT_URL"] = cfg.endpoint_url
-        if cfg.endpoint_url.startswith("http://"):
-            options["AWS_ALLOW_HTTP"] = "true"
+        options[endpoint] = cfg.endpoint_url
     if cfg.access_key_id:
-        options["AWS_ACCESS_KEY_ID"] = cfg.access_key_id
-        options["AWS_SECRET_ACCESS_KEY"] = cfg.secret_access_key or ""
+        options[key_id] = cfg.access_key_id
+        options[secret] = cfg.secret_access_key or ""
     if cfg.session_token:
-        options["AWS_SESSION_TOKEN"] = cfg.session_token
+        options[token] = cfg.session_token
     return options
 
 
@@ -249,16 +258,8 @@ def _iceberg_parts(uri: str) -> tuple[str, str, str]:
 def _iceberg_properties() -> dict[str, str]:
     """pyiceberg's S3 properties from the run's S3 settings (for metadata and manifests
     on S3)."""
-    cfg = s3_settings()
-    props = {"s3.region": cfg.region}
-    if cfg.endpoint_url:
-        props["s3.endpoint"] = cfg.endpoint_url
-    if cfg.access_key_id:
-        props["s3.access-key-id"] = cfg.access_key_id
-        props["s3.secret-access-key"] = cfg.secret_access_key or ""
-    if cfg.session_token:
-        props["s3.session-token"] = cfg.session_token
-    return props
+    return _s3_options("s3.region", "s3.endpoint", "s3.access-key-id", "s3.secret-access-key",
+                       "s3.session-token")
 
 
 def _resolve_iceberg(uri: str) -> TableVersion:
