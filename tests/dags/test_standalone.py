@@ -13,6 +13,7 @@ process group (SIGTERM, then SIGKILL) whatever happens.
 
 from __future__ import annotations
 
+import html
 import importlib.util
 import json
 import os
@@ -21,6 +22,7 @@ import shutil
 import sys
 import time
 import types
+import urllib.parse
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -215,6 +217,8 @@ aws_conn_id = "{stack.CONN_ID}"
         assert report_tab.fetch(url, "not-a-token")[0] in (401, 403)  # internal
         code, page = report_tab.fetch(url, token)
         assert code == 200 and live["generation"] in page, page[:500]
+        _explain_route(f"http://127.0.0.1:{port}/sitemaps-report/{DAG_ID}", token, page,
+                       s3_bucket, live)
         text, shot = report_tab.open_report_tab(f"http://127.0.0.1:{port}",
                                                 airflow.admin_password(), DAG_ID,
                                                 events[0]["source_run_id"], tmp_path)
@@ -226,6 +230,7 @@ aws_conn_id = "{stack.CONN_ID}"
                              ("rejected rows", c["rejected_rows"])):
             assert re.search(rf"{label}\s+{value:,}\b", text), (label, value, text[:1500])
         assert "Freshness by section" in text and "Trend over the kept generations" in text
+        assert "Why is this URL (not) in the sitemaps?" in text  # the search box, shown
         assert shot.stat().st_size > 30_000  # the page with its charts, not a blank one
 
         _resume_by_clearing_the_failed_task(airflow, token, resume_run, s3_bucket, tmp_path,
@@ -237,6 +242,53 @@ aws_conn_id = "{stack.CONN_ID}"
         timings["stop"] = time.monotonic() - t
         print("standalone timings (s):", {k: round(v, 1) for k, v in timings.items()})
     assert airflow.pid is None
+
+
+def _explain_route(base: str, token: str, report_page: str, s3_bucket: S3Bucket,
+                   live: dict[str, Any]) -> None:
+    """The report tab's search box and the route it asks (plugins/sitemaps_report.py): why
+    a URL is (not) in the live sitemaps, as `sitemaps explain` says, for a user who may read
+    the DAG's runs; hostile input escaped, bad input HTTP 400."""
+    form = re.search(r"<body[^>]*>\s*(<form [^>]*>)", report_page)
+    assert form and 'action="explain"' in form.group(1) and 'method="get"' in form.group(1), \
+        report_page[:1000]
+    assert 'name="url"' in report_page
+
+    def explain(url: str, fmt: str = "", auth: str = token) -> tuple[int, str]:
+        query = urllib.parse.urlencode({"url": url, **({"format": fmt} if fmt else {})})
+        return report_tab.fetch(f"{base}/explain?{query}", auth)
+
+    output = read_output(s3_bucket.url("out/"))
+    key, locs = next(iter(output.files.items()))
+    (sitemap,) = [s for s in live["sitemaps"] if s["key"] == key]
+    code, page = explain(locs[0])
+    assert code == 200, page[:1000]
+    assert "<strong>Published</strong> in generation " + live["generation"] in page, page[:2000]
+    assert f'href="{html.escape(sitemap["url"])}"' in page, (sitemap, page[:3000])
+    assert any(f'href="{html.escape(i["url"])}"' in page for i in live["indexes"])
+    code, body = explain(locs[0], "json")
+    assert code == 200, body[:1000]
+    answer = json.loads(body)
+    assert answer["published"] and answer["listing"]["sitemap_url"] == sitemap["url"], answer
+
+    code, page = explain("https://www.example.com/not-in-the-inventory/1")
+    assert code == 200 and "<strong>Not published</strong>" in page \
+        and "not in the inventory" in page, page[:2000]
+    code, page = explain("https://www.example.com/<script>alert(1)</script>")
+    assert code == 200 and "<script>" not in page, page[:2000]
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page, page[:2000]
+    assert "%3Cscript%3Ealert(1)%3C/script%3E" in page  # the URL as load would spell it
+
+    for bad in ("", "   ", "http://[", "https://elsewhere.example.org/<b>", "x" * 9000):
+        code, page = explain(bad)
+        assert code == 400 and "<b>" not in page, (bad[:40], code, page[:1000])
+    assert "the url parameter is empty" in explain("")[1]
+    code, body = explain("", "json")
+    assert code == 400 and json.loads(body)["detail"].startswith("Give a URL"), body
+
+    assert explain(locs[0], auth="not-a-token")[0] in (401, 403)  # as the report: internal
+    code, page = report_tab.fetch(f"{base.rsplit('/', 1)[0]}/sitemaps_nope/explain?url=x", token)
+    assert code in (403, 404), (code, page[:500])
 
 
 def _run_of(airflow: Any, token: str, dag_id: str, run_id: str) -> dict[str, Any]:
