@@ -153,7 +153,7 @@ def search_form(value: str = "") -> str:
             "Why is this URL (not) in the sitemaps?</label> <input id=\"sitemaps-explain-url\" "
             f"name=\"url\" type=\"text\" inputmode=\"url\" required maxlength=\"{MAX_EXPLAIN_URL}\" "
             f"value=\"{html.escape(value)}\" placeholder=\"https://www.example.com/a/page\" "
-            "style=\"width:min(40em,60%);font:inherit;padding:.2em .4em\"> "
+            "style=\"width:min(36em,50%);font:inherit;padding:.2em .4em\"> "
             "<button type=\"submit\" style=\"font:inherit\">Explain</button></form>")
 
 
