@@ -207,12 +207,12 @@ def explain_url(dag_id: str, url: str) -> tuple[int, Any]:
                 try:  # the bad input first: what explain's own ConfigError may also say
                     normalize(url, Site.parse(live["site_url"]))
                 except (ConfigError, ValueError) as exc:
-                    return 400, ("Not a URL of this site", str(exc))
+                    return 400, ("Not a URL the sitemaps could list", str(exc))
                 return 200, explain(site.out, url, state_uri=site.state_uri)
             finally:
                 storage.configure_s3(None)
     except (PipelineError, duckdb.Error) as exc:
-        log.warning("sitemaps explain of %s in %s: %s", url[:200], dag_id, exc)
+        log.warning("sitemaps explain of %r in %s: %s", url[:200], dag_id, exc)
         return 502, ("The URL could not be looked up", str(exc))
 
 
