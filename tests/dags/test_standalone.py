@@ -287,8 +287,13 @@ def _explain_route(base: str, token: str, report_page: str, s3_bucket: S3Bucket,
     assert code == 400 and json.loads(body)["detail"].startswith("Give a URL"), body
 
     assert explain(locs[0], auth="not-a-token")[0] in (401, 403)  # as the report: internal
-    code, page = report_tab.fetch(f"{base.rsplit('/', 1)[0]}/sitemaps_nope/explain?url=x", token)
+    prefix = base.rsplit("/", 1)[0]
+    code, page = report_tab.fetch(f"{prefix}/sitemaps_nope/explain?url=x", token)
     assert code in (403, 404), (code, page[:500])
+    # The other site has published nothing yet (its inventory is written later).
+    code, page = report_tab.fetch(f"{prefix}/{RESUME_DAG_ID}/explain?url=https://www.example.com/a",
+                                  token)
+    assert code == 404 and "No live generation yet" in page, (code, page[:500])
 
 
 def _run_of(airflow: Any, token: str, dag_id: str, run_id: str) -> dict[str, Any]:
