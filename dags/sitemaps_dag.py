@@ -4,7 +4,8 @@ Each DAG runs the steps of `pipeline.steps` as tasks: rollback (a short circuit:
 run with `rollback_to` rolls back and skips the rest), begin, load_groups, normalize (mapped
 over groups of inventory files), dedupe_parts, dedupe (mapped over parts of the duplicate
 search), load, diff_partitions, diff
-(mapped over hash partitions of the URLs), diff_counts, plan_slices, plan (mapped over the
+(mapped over hash partitions of the URLs), diff_counts, plan_slices, plan_splits,
+plan_split (mapped over units of the diffed rows, written by slice), plan (mapped over the
 plan's slices), plan_counts, render (mapped over the plan's batches), publish, announce (the
 manifest asset event of a new generation), gc, notify, finish. Each task is one call into
 `pipeline.orchestration`, the Airflow adapter (S3 from the connection, terminal errors fail
@@ -56,12 +57,14 @@ mapped task per group), dedupe_parts (how many), dedupe (one mapped task per par
 duplicate search), load (the counts, the rejects, the reject guard),
 diff_partitions (how many), diff (one mapped task per hash partition of the URLs;
 partitions: {diff_partitions}), diff_counts (adds the partitions up), plan_slices
-(cuts the plan into slices of about {plan_slice_rows} rows), plan (one mapped task per
-slice), plan_counts (numbers the shards, makes the render batches), render (one mapped
-task per batch of shards), publish (the atomic swap of `manifest.json`), announce (the
-manifest asset's event, only for a new generation), gc (old generations), notify, finish
-(removes the run's work files under `{work}`), and verify when the site sets `verify_url`
-(the served copy, fetched as a crawler does).
+(cuts the plan into slices of about {plan_slice_rows} rows), plan_splits (how many),
+plan_split (one mapped task per unit of the diffed rows, written by slice, when a slice
+would read much more than its rows), plan (one mapped task per slice), plan_counts
+(numbers the shards, makes the render batches), render (one mapped task per batch of
+shards), publish (the atomic swap of `manifest.json`), announce (the manifest asset's
+event, only for a new generation), gc (old generations), notify, finish (removes the run's
+work files under `{work}`), and verify when the site sets `verify_url` (the served copy,
+fetched as a crawler does).
 
 **Manual runs** (Trigger with config): `rollback_to` (`previous`, or a generation id that
 `sitemaps status` lists) makes that kept generation live again, as `sitemaps rollback`
@@ -167,6 +170,14 @@ def build_dag(site: SiteConfig) -> Any:
         def plan_slices(ctx: dict[str, Any]) -> list[int]:
             return adapter.plan_slices(site, ctx)
 
+        @task(doc_md=TASK_DOCS["plan_splits"])
+        def plan_splits(ctx: dict[str, Any]) -> list[int]:
+            return adapter.plan_splits(site, ctx)
+
+        @task(doc_md=TASK_DOCS["plan_split"], map_index_template="{{ split_label }}")
+        def plan_split(ctx: dict[str, Any], unit: int) -> dict[str, Any]:
+            return adapter.plan_split(site, ctx, unit)
+
         @task(doc_md=TASK_DOCS["plan"], map_index_template="{{ slice_label }}")
         def plan(ctx: dict[str, Any], slice: int) -> dict[str, Any]:
             return adapter.plan(site, ctx, slice)
@@ -220,7 +231,10 @@ def build_dag(site: SiteConfig) -> Any:
         chain(deduped, load(ctx), partitions)
         slices = plan_slices(ctx)
         chain(diffed, diff_counts(ctx), slices)
+        split = plan_split.partial(ctx=ctx).expand(unit=plan_splits(ctx))
+        slices >> split
         planned = plan.partial(ctx=ctx).expand(slice=slices)
+        split >> planned
         batches = plan_counts(ctx)
         chain(planned, batches)
         rendered: Any = render.partial(ctx=ctx).expand(batch=batches)

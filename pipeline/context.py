@@ -194,6 +194,22 @@ class DiffCounts(StepResult):
 
 
 @dataclass(frozen=True)
+class PlanSplitCounts(StepResult):
+    """One unit of the diffed rows written by plan slice (the DAG's plan_split task)."""
+
+    unit: int
+    rows: int
+    files: int
+    seconds: float
+    #: What the step read and wrote (pipeline.taskio).
+    io: TaskIO = field(default_factory=TaskIO, kw_only=True)
+
+    def summary(self) -> str:
+        return (f"plan split {self.unit}: {self.rows:,} rows of {self.files} file(s) by slice "
+                f"in {self.seconds:.1f} s")
+
+
+@dataclass(frozen=True)
 class PlanSliceCounts(StepResult):
     slice: int
     shards: int

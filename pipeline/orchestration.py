@@ -99,10 +99,27 @@ it) or storage; it is retried.""",
 Cuts the plan into slices of about `plan_slice_rows` URLs (4,000,000 by default; a
 section's URLs in a range, or several small sections; a kept shard is never cut) and
 returns their numbers, which the plan task is mapped over; writes `plan-slices.json`
-under the work prefix. *If it fails*: storage; it is retried.""",
+under the work prefix. The cuts come from the section counts, a sample of URLs and the
+live shards' bounds; when a slice would read more than twice its rows (a first run's slice
+of a large section, whose bucket holds all of it; every slice of a nightly with many
+slices), it names the units (diffed files or buckets) for plan_split to write by slice.
+*If it fails*: storage; it is retried.""",
+    "plan_splits": """\
+Returns the numbers of the units of the diffed rows that plan_split is mapped over (one
+that splits nothing when every slice reads about its own rows anyway: a task mapped over
+none would be skipped, and the plan tasks after it too). *If it fails*: it only reads
+`plan-slices.json`: storage; it is retried.""",
+    "plan_split": """\
+One mapped task per unit of the diffed rows (a first run's bucket of sections, a nightly's
+diff partition file): reads its rows once and writes them under
+`plan-input/slice=N/` for each slice N they fall in, and `plan-split-NNNNN.json` (those
+files), so that each plan task reads only its own slice's rows. *If it fails*: storage or
+memory; it is retried; clearing one map index splits only that unit again (the plan tasks
+after it must run again too).""",
     "plan": """\
 One mapped task per plan slice: buckets the slice's URLs into shards within the
-limits, with stable boundaries; writes the slice's planned Parquet part and
+limits, with stable boundaries; reads its own rows (plan_split's files, else its sections'
+diffed files); writes the slice's planned Parquet part and
 `plan-slice-NNNNN.json` (its shards) under the work prefix.
 *If it fails*: storage or limits; see the log's last line. It is retried; clearing
 one map index plans only that slice again.""",
@@ -386,9 +403,29 @@ def plan_slices(site: SiteConfig, ctx: dict[str, Any]) -> list[int]:
     from pipeline import steps
 
     with step(site):
-        slices = steps.plan_prepare_step(RunContext.from_dict(ctx))
+        slices = steps.plan_prepare_step(RunContext.from_dict(ctx), split_tasks=True)
     log.info("plan: %d slice(s)", len(slices))
     return slices
+
+
+def plan_splits(site: SiteConfig, ctx: dict[str, Any]) -> list[int]:
+    """The units of the diffed rows that the plan_split task is mapped over; [0], a task
+    that splits nothing, when each slice reads its own rows without a split: a task mapped
+    over none is skipped, and so would be the plan tasks after it."""
+    from pipeline import steps
+
+    with step(site):
+        units = steps.plan_split_units(RunContext.from_dict(ctx))
+    log.info("plan: the rows split by slice in %d task(s)", len(units))
+    return units or [0]
+
+
+def plan_split(site: SiteConfig, ctx: dict[str, Any], unit: int) -> dict[str, Any]:
+    from pipeline import steps
+
+    _label("split_label", f"split {unit}")
+    with step(site):
+        return _logged(steps.plan_split_step(RunContext.from_dict(ctx), unit))
 
 
 def plan(site: SiteConfig, ctx: dict[str, Any], slice: int) -> dict[str, Any]:

@@ -30,6 +30,7 @@ from pipeline.context import (
     NotifyCounts,
     PlanCounts,
     PlanSliceCounts,
+    PlanSplitCounts,
     PublishSummary,
     RenderCounts,
     RunContext,
@@ -662,8 +663,11 @@ def diff_step(ctx: RunContext) -> DiffCounts:
     return dataclasses.replace(diff_combine_step(ctx), io=meter.done())
 
 
-def plan_prepare_step(ctx: RunContext) -> list[int]:
-    """Chooses the plan's slices (`plan-slices.json`); returns their numbers, 0 .. N-1."""
+def plan_prepare_step(ctx: RunContext, split_tasks: bool = False) -> list[int]:
+    """Chooses the plan's slices (`plan-slices.json`); returns their numbers, 0 .. N-1.
+    `split_tasks`: the slices are planned by tasks of their own (the DAG's), whose rows are
+    split by slice by the split tasks where a slice would read much more than its rows
+    (pipeline.plan.slices.prepare)."""
     from pipeline.plan import prepare
 
     diffed = _read(ctx, "diff.json")
@@ -673,20 +677,45 @@ def plan_prepare_step(ctx: RunContext) -> list[int]:
                      keeps_shards=not ctx.options.force and bool(live_keys(ctx)),
                      output_format=ctx.options.format,
                      view=DiffedView.from_json(diffed.get("view")), run_time=ctx.run_time,
-                     ext_empty=ext_always_empty(constants))
+                     ext_empty=ext_always_empty(constants), split_tasks=split_tasks)
     return list(range(len(slices)))
+
+
+def plan_split_units(ctx: RunContext) -> list[int]:
+    """The numbers of the units that the split tasks are mapped over (plan-slices.json's
+    `split_units`): none when every slice reads its own rows without them."""
+    from pipeline.plan.slices import read_prepared
+
+    return list(range(len(read_prepared(_work(ctx)).get("split_units") or [])))
+
+
+def plan_split_step(ctx: RunContext, unit: int) -> PlanSplitCounts:
+    """Writes one unit of the diffed rows by plan slice (pipeline.plan.slices.split_input)
+    and `plan-split-NNNNN.json`; a retry rewrites both. Its `io`: the unit's rows and files,
+    each read once. Nothing when the plan has no unit to split (the DAG still runs one
+    plan_split task)."""
+    meter = Meter()
+    from pipeline.plan.slices import split_input
+
+    started = time.monotonic()
+    # None to split (the DAG's one task when the slices read their own rows): nothing read
+    rows, files = split_input(ctx.work, unit) if plan_split_units(ctx) else (0, 0)
+    meter.read(rows=rows, files=files)
+    return PlanSplitCounts(unit=unit, rows=rows, files=files,
+                           seconds=round(time.monotonic() - started, 3), io=meter.done())
 
 
 def plan_slice_step(ctx: RunContext, slice: int) -> PlanSliceCounts:
     """Plans one slice: its part and `plan-slice-NNNNN.json`; a retry rewrites both.
-    Its `io`: the slice's rows, the URLs it planned."""
+    Its `io`: the rows and files of its input it read (its own rows when they were split by
+    slice, else its sections' diffed files)."""
     meter = Meter()
     from pipeline.plan import plan_slice
 
     result = plan_slice(ctx.work, slice, ctx.options.limits,
                         output_format=ctx.options.format, reuse_keys=_reuse_keys(ctx))
     urls = sum(s.urls for s in result.shards)
-    meter.read(rows=urls)
+    meter.read(rows=result.rows_read, files=result.files_read)
     return PlanSliceCounts(slice=slice, shards=len(result.shards), urls=urls,
                            split=result.split, merged=result.merged,
                            seconds=round(result.seconds, 3), io=meter.done())

@@ -25,7 +25,8 @@ class TaskIO:
 
     - `rows_read`: the rows of the data files the step read, as it counted them (load: the
       inventory's rows; diff: this run's rows and the snapshot's of its partition; plan:
-      the URLs planned; render: the URLs rendered; state: the snapshot's rows; notify: the
+      the URLs planned, and a plan slice task the rows of its input it scanned; a
+      plan split task its own diffed rows; render: the URLs rendered; state: the snapshot's rows; notify: the
       snapshot rows its report and feed scanned). Rows read twice count twice.
     - `files_read`: the data files (Parquet) the step opened, footers only included.
     - `bytes_read`, `bytes_written`: what the process read from and wrote to local disks

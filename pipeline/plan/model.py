@@ -51,6 +51,9 @@ class SliceResult:
     split: int
     merged: int
     seconds: float = 0.0
+    #: The rows and files of its input it read (footers' counts).
+    rows_read: int = 0
+    files_read: int = 0
 
 
 def shard_digest(content: str, header: str) -> str:

@@ -31,7 +31,7 @@ import pyarrow as pa
 
 from pipeline import sql, storage
 from pipeline.config import Limits
-from pipeline.diffed import DiffedView, files_of_sections, register_diffed
+from pipeline.diffed import DiffedView, register_diffed
 from pipeline.errors import ConfigError
 from pipeline.extensions import NAMESPACE_MARKERS
 from pipeline.layout import PLANNED_FOLDER, part_key
@@ -40,9 +40,12 @@ from pipeline.plan.model import SliceResult, _shard, section_limits
 from pipeline.plan.slices import (
     SLICE_RESULTS,
     Slice,
+    file_rows,
     provisional_base,
     read_prepared,
+    slice_files,
     slices_of,
+    split_inputs_of,
 )
 from pipeline.settings import FORMATS
 from pipeline.shards import Shard
@@ -200,6 +203,9 @@ class _WrittenSlice:
     #: Each group's section, by group_id.
     sections: list[str]
     started: float
+    #: The rows and files of its input that the slice read (Parquet footers' counts).
+    rows_read: int = 0
+    files_read: int = 0
 
 
 def _write_slice(work_uri: str, index: int, limits: Limits, *, output_format: str,
@@ -219,18 +225,24 @@ def _write_slice(work_uri: str, index: int, limits: Limits, *, output_format: st
     con = con or sql.connect()
     register_parquet(con, "bounds_all", [prepared["bounds_uri"]])
     con.execute(sql.load_sql("slice_shard_bounds"), {"sections": list(sl.sections)})
-    own = (prepared.get("slice_inputs") or [None] * len(slices))[index]
+    inputs = split_inputs_of(work, prepared)
+    own = None if inputs is None else inputs[index]
     view = DiffedView.from_json(prepared.get("view"))
+    read: list[str] = []  # the data files whose rows the slice reads
     if own is None:  # the diffed rows of the slice's sections' files, filtered to its own
-        register_diffed(con, "diffed_all", files_of_sections(
-            con, prepared["diffed_uris"], sl.sections, view) or prepared["diffed_uris"], view)
+        read = slice_files(con, prepared["diffed_uris"], sl, view)
+        register_diffed(con, "diffed_all", read, view)
         con.sql(sql.load_sql("diffed_slice"), params={
             "sections": list(sl.sections), "lo": sl.lo, "hi": sl.hi}).create_view(
                 "diffed", replace=True)
-    elif own:  # the slice's own rows, split by prepare
+    elif own:  # the slice's own rows, split by prepare or by the split tasks
+        read = own
         register_diffed(con, "diffed", own)
-    else:  # a slice without rows: the diffed rows' columns, no row
-        register_diffed(con, "diffed_all", prepared["diffed_uris"], view)
+    else:  # a slice without rows: the diffed rows' columns (a split file's, if any), no row
+        # (a first run's view would pass over load's rows for their sections' names)
+        columns_of = next(([files[0]] for files in inputs or [] if files), [])
+        register_diffed(con, "diffed_all", columns_of or prepared["diffed_uris"],
+                        None if columns_of else view)
         con.sql("SELECT * FROM diffed_all WHERE false").create_view("diffed", replace=True)
     # A first run's slice of whole sections has its stats from prepare (one scan for all).
     known = {row[0]: tuple(row) for row in prepared.get("section_stats") or []}
@@ -247,7 +259,8 @@ def _write_slice(work_uri: str, index: int, limits: Limits, *, output_format: st
         part_uri=work.uri(_part_key(index)), first_run=prepared["first_run"], limits=limits,
         output_format=output_format,
         new_base=provisional_base(slices, index, prepared["next_free"]), groups=groups,
-        split=split, merged=merged, reused=reused, sections=sections, started=started)
+        split=split, merged=merged, reused=reused, sections=sections, started=started,
+        rows_read=file_rows(read), files_read=len(read))
 
 
 def _cut_slice(written: _WrittenSlice, *, alone: bool = True) -> SliceResult:
@@ -255,7 +268,8 @@ def _cut_slice(written: _WrittenSlice, *, alone: bool = True) -> SliceResult:
     `alone`: nothing runs beside the cut (_read_narrow may use every core)."""
     shards, split, merged = _shards_of_part(written, alone=alone)
     result = SliceResult(index=written.index, part_uri=written.part_uri, shards=shards,
-                         split=split, merged=merged, seconds=time.monotonic() - written.started)
+                         split=split, merged=merged, seconds=time.monotonic() - written.started,
+                         rows_read=written.rows_read, files_read=written.files_read)
     SLICE_RESULTS.write(storage.open_storage(written.work_uri), written.index, written.token, {
         "slice": asdict(written.slice), "index": written.index,
         "part_uri": result.part_uri, "shards": [asdict(s) for s in shards],

@@ -29,6 +29,7 @@ from __future__ import annotations
 import itertools
 import json
 import logging
+import re
 import time
 import uuid
 from collections.abc import Sequence
@@ -39,9 +40,10 @@ import duckdb
 import pyarrow as pa
 
 from pipeline import sql, storage
-from pipeline.diffed import DiffedView, bucketed, register_diffed
+from pipeline.diffed import BUCKET, DiffedView, bucketed, files_of_sections, register_diffed
+from pipeline.errors import ConfigError
 from pipeline.layout import BOUNDS_KEY, SHARDS_KEY, SLICE_INPUT_FOLDER, SLICES_KEY
-from pipeline.parquet import write_parquet, write_partitioned
+from pipeline.parquet import open_parquet, write_parquet, write_partitioned
 from pipeline.parts import Parts
 from pipeline.plan.model import PlanResult
 from pipeline.settings import Environment, environment
@@ -72,6 +74,19 @@ SAMPLES_PER_SLICE = 1_000
 #: they are in buckets of sections (pipeline.diffed), and each slice reads its sections'
 #: files.
 SPLIT_INPUT_SLICES = 6
+#: A plan whose slices are planned by tasks of their own (the DAG's) has its rows split by
+#: slice first, by tasks mapped over the diffed files (`split_input`: each reads its own
+#: files once), when a slice would otherwise read more than this many times its rows: a
+#: first run's slice of a large section (its bucket holds the whole section and others), or
+#: every slice of a nightly (each scans every diffed row for its own).
+SHARE_FACTOR = 2
+#: Each split task's result, `plan-split-NNNNN.json`: the files it wrote for each slice,
+#: with the token of the prepare that chose the slices.
+SPLIT_RESULTS = Parts(
+    name="plan-split", what="plan split", token_field="token",
+    missing_hint="split them first",
+    stale_hint="were split before the slices were chosen again (plan-slices.json is "
+               "newer): split them again")
 #: Each slice's result, `plan-slice-NNNNN.json`: its shards under their planned numbers,
 #: with the token of the prepare that chose the slices.
 SLICE_RESULTS = Parts(
@@ -219,7 +234,7 @@ def prepare(diffed_uris: str | Sequence[str], snapshot_uri: str | None, work_uri
             con: duckdb.DuckDBPyConnection | None = None, slice_rows: int | None = None,
             keeps_shards: bool = False, output_format: str = "xml",
             view: DiffedView | None = None, run_time: str | None = None,
-            ext_empty: bool = False) -> list[Slice]:
+            ext_empty: bool = False, split_tasks: bool = False) -> list[Slice]:
     """Choose the plan's slices; write them and the numbering state to `plan-slices.json`.
 
     `diffed_uris`: the diff's parts (one per diff partition; a single URI is one part),
@@ -232,7 +247,11 @@ def prepare(diffed_uris: str | Sequence[str], snapshot_uri: str | None, work_uri
     `run_time` (ISO 8601): the run's time, which a first run's rows were all first seen and
     changed at (each slice's sort then leaves those columns out, planned_rows). `ext_empty`:
     no row has extension XML (pipeline.extensions.ext_always_empty), which the sort then
-    leaves out too.
+    leaves out too. `split_tasks`: the slices are planned by tasks of their own, and the rows
+    are split by slice by tasks mapped over the diffed files (`split_units`, `split_input`)
+    where a slice would read more than SHARE_FACTOR times its rows; else (one process plans
+    every slice) prepare splits them itself when there are many slices (SPLIT_INPUT_SLICES),
+    and a first run's slices read their sections' buckets.
     """
     slice_rows = slice_rows or environment().plan_slice_rows
     started = time.monotonic()
@@ -249,9 +268,11 @@ def prepare(diffed_uris: str | Sequence[str], snapshot_uri: str | None, work_uri
     work = storage.open_storage(work_uri)
     bounds_uri = write_parquet(con.sql("SELECT * FROM shard_bounds"), work, BOUNDS_KEY)
     con.execute("DROP TABLE IF EXISTS shard_bounds")
+    split_units = _split_units(con, diffed, slices, view) if split_tasks else None
     # A first run's rows are in buckets of sections already: each slice reads its own.
     slice_inputs = _split_by_slice(con, work, slices) \
-        if len(slices) >= SPLIT_INPUT_SLICES and not bucketed(diffed) else None
+        if not split_tasks and len(slices) >= SPLIT_INPUT_SLICES and not bucketed(diffed) \
+        else None
     section_stats = (None if snapshot_uri is not None
                      else _whole_section_stats(con, slices, view))
     work.write_bytes(SLICES_KEY, json.dumps({
@@ -261,7 +282,8 @@ def prepare(diffed_uris: str | Sequence[str], snapshot_uri: str | None, work_uri
         "first_run": snapshot_uri is None, "diffed_uris": diffed, "bounds_uri": bounds_uri,
         "first_run_time": run_time if snapshot_uri is None else None, "ext_empty": ext_empty,
         "view": None if view is None else asdict(view),
-        "slice_inputs": slice_inputs, "section_stats": section_stats,
+        "slice_inputs": slice_inputs, "split_units": split_units,
+        "section_stats": section_stats,
         "slice_rows": slice_rows, "seconds": round(time.monotonic() - started, 3),
     }).encode())
     log.info("plan: %d slice(s) for about %d rows, at most about %d to write in each", len(slices),
@@ -304,17 +326,94 @@ def _split_by_slice(con: duckdb.DuckDBPyConnection, work: storage.Storage,
                     slices: Sequence[Slice]) -> list[list[str]]:
     """Write the view `diffed_all` once, split by slice (sql/slice_input.sql), under
     SLICE_INPUT_FOLDER; returns each slice's files (none for a slice without rows)."""
+    parts = _write_by_slice(con, work, slices)
+    log.info("plan: the diffed rows split by slice (%d slices)", len(slices))
+    return [parts.get(str(index), []) for index in range(len(slices))]
+
+
+def _write_by_slice(con: duckdb.DuckDBPyConnection, work: storage.Storage,
+                    slices: Sequence[Slice], file_prefix: str = "") -> dict[str, list[str]]:
+    """The rows of the view `diffed_all` written in one pass under SLICE_INPUT_FOLDER, in a
+    Hive folder per slice (`slice=N/`); each slice's files by its number (as text)."""
     con.register("slice_ranges", pa.table({
         "slice": pa.array([i for i, sl in enumerate(slices) for _ in sl.sections], pa.int32()),
         "section": pa.array([s for sl in slices for s in sl.sections], pa.string()),
         "lo": pa.array([sl.lo for sl in slices for _ in sl.sections], pa.string()),
         "hi": pa.array([sl.hi for sl in slices for _ in sl.sections], pa.string())}))
-    parts = write_partitioned(con, con.sql(sql.load_sql("slice_input")), work,
-                              SLICE_INPUT_FOLDER, "slice")
-    files = [parts.get(str(index), []) for index in range(len(slices))]
-    con.unregister("slice_ranges")
-    log.info("plan: the diffed rows split by slice (%d slices)", len(slices))
-    return files
+    try:
+        return write_partitioned(con, con.sql(sql.load_sql("slice_input")), work,
+                                 SLICE_INPUT_FOLDER, "slice", file_prefix=file_prefix)
+    finally:
+        con.unregister("slice_ranges")
+
+
+def file_rows(uris: Sequence[str]) -> int:
+    """The rows of the Parquet files at `uris`, from their footers."""
+    return sum(open_parquet(u).metadata.num_rows for u in uris)
+
+
+def slice_files(con: duckdb.DuckDBPyConnection, diffed: Sequence[str], sl: Slice,
+                view: DiffedView | None = None) -> list[str]:
+    """The diffed files a slice reads when its rows are not split by slice: its sections'
+    buckets' (pipeline.diffed.files_of_sections), else every file."""
+    return files_of_sections(con, diffed, sl.sections, view) or list(diffed)
+
+
+def _split_units(con: duckdb.DuckDBPyConnection, diffed: Sequence[str],
+                 slices: Sequence[Slice], view: DiffedView | None) -> list[list[str]] | None:
+    """The diffed files, in the units that the split tasks are mapped over (a bucket's
+    files, else one file each), when some slice would read more than SHARE_FACTOR times
+    its rows without a split (the files' rows from their footers); else None: each slice
+    reads its sections' files. A bucket's files are split together: a first run's view
+    over load's files (pipeline.diffed.first_run_rows) reads a section's rows whole."""
+    if len(slices) < 2:
+        return None
+    rows = {u: open_parquet(u).metadata.num_rows for u in diffed}
+    if all(sum(rows[u] for u in slice_files(con, diffed, sl, view))
+           <= SHARE_FACTOR * max(sl.rows, 1) for sl in slices if sl.sections):
+        return None
+    units: dict[str, list[str]] = {}
+    for uri in diffed:
+        bucket = re.search(rf"/{BUCKET}=(\d+)/", uri)
+        units.setdefault(bucket.group(1) if bucket else uri, []).append(uri)
+    log.info("plan: the diffed rows to be split by slice in %d task(s)", len(units))
+    return list(units.values())
+
+
+def split_input(work_uri: str, unit: int, *, con: duckdb.DuckDBPyConnection | None = None
+                ) -> tuple[int, int]:
+    """Split unit `unit` of `plan-slices.json` (its `split_units`): write its rows by slice
+    under SLICE_INPUT_FOLDER (`slice=N/uNNNNN-data_*.parquet`, for each slice its rows fall
+    in) and `plan-split-NNNNN.json` (those files, by slice). Reads its own files once;
+    independent of every other unit; a retry rewrites both. Returns the rows and files read.
+    """
+    work = storage.open_storage(work_uri)
+    prepared = read_prepared(work)
+    units = prepared.get("split_units") or []
+    if not 0 <= unit < len(units):
+        raise ConfigError(f"plan split {unit}: the plan has {len(units)} split unit(s)")
+    files = list(units[unit])
+    con = con or sql.connect()
+    register_diffed(con, "diffed_all", files, DiffedView.from_json(prepared.get("view")))
+    parts = _write_by_slice(con, work, slices_of(prepared), file_prefix=f"u{unit:05d}-")
+    rows = file_rows(files)
+    SPLIT_RESULTS.write(work, unit, prepared["token"], {
+        "unit": unit, "files": parts, "rows": rows})
+    log.info("plan: split %d: %d rows of %d file(s) into %d slice(s)", unit, rows, len(files),
+             len(parts))
+    return rows, len(files)
+
+
+def split_inputs_of(work: storage.Storage, prepared: dict[str, Any]) -> list[list[str]] | None:
+    """Each slice's own files, when the rows were split by slice (by prepare, or by the
+    split tasks, whose results must all be there, of this prepare); else None."""
+    units = prepared.get("split_units")
+    if units is not None:
+        results = SPLIT_RESULTS.gather(work, len(units), prepared["token"])
+        return [[u for r in results for u in r["files"].get(str(index), [])]
+                for index in range(len(prepared["slices"]))]
+    inputs = prepared.get("slice_inputs")
+    return None if inputs is None else [list(files) for files in inputs]
 
 
 def read_prepared(work: storage.Storage) -> dict[str, Any]:

@@ -511,3 +511,105 @@ def test_the_live_shards_bounds_come_from_the_snapshots_footer(inventory: Path,
     scanned = prepared_bounds(None)
     assert scanned.cast(written.schema).equals(written)
     assert scanned["lower"].to_pylist()[0] != SITE + "tampered"
+
+
+# ------------------------------------------------------- each task reads about its share
+
+
+def _dag_plan(ctx: Any) -> tuple[list[Any], list[Any]]:
+    """The plan stage as the DAG runs it (plan_slices with split tasks, plan_splits, every
+    plan_split task, every plan task, in reverse order, plan_counts); the split and plan
+    tasks' results."""
+    slices = steps.plan_prepare_step(ctx, split_tasks=True)
+    units = steps.plan_split_units(ctx) or [0]  # the DAG's plan_splits
+    split = [steps.plan_split_step(ctx, unit) for unit in reversed(units)]
+    planned = [steps.plan_slice_step(ctx, index) for index in reversed(slices)]
+    steps.plan_combine_step(ctx)
+    return split, planned
+
+
+def _run_plan(inventory: Path, out: Path, when: datetime, dag: bool, **kw: Any
+              ) -> dict[str, Any]:
+    """A run through the steps, its plan as the DAG's tasks run it (`dag`) or as the CLI
+    does (plan_step); what the plan wrote, the split and plan tasks' results, the inputs."""
+    ctx = steps.begin(_opts(inventory, out, when, **kw))
+    work = storage.open_storage(ctx.work)
+    try:
+        steps.load_step(ctx)
+        steps.diff_step(ctx)
+        split: list[Any] = []
+        planned: list[Any] = []
+        if dag:
+            split, planned = _dag_plan(ctx)
+        else:
+            steps.plan_step(ctx)
+        prepared = json.loads(work.read_bytes(SLICES_KEY))
+        plan = json.loads(work.read_bytes("plan.json"))
+        result = {"shards.json": work.read_bytes("shards.json"), "split": split,
+                  "planned": planned, "prepared": prepared,
+                  "file_rows": {u: pq.read_metadata(u).num_rows
+                                for u in prepared["diffed_uris"]},
+                  "rows": [pq.read_table(u) for u in plan["planned_uris"]]}
+        rendered = steps.render_step(ctx, None)
+        steps.publish_step(ctx, [rendered.uri])
+    finally:
+        steps.finish(ctx)
+    output = read_output(str(out), max_urls=LIMITS.max_urls)
+    result["files"] = sorted((s["key"], s["sha256"], s["urls"])
+                             for s in output.manifest["sitemaps"])
+    return result
+
+
+def _reads_its_share(dag: dict[str, Any], cli: dict[str, Any]) -> None:
+    """Every plan task read at most twice its rows (the URLs it planned), every split task
+    its own files once, every diffed file by one split task; the plan and the published
+    files are the CLI's."""
+    prepared = dag["prepared"]
+    units = prepared["split_units"]
+    assert units and len(dag["split"]) == len(units) > 1
+    diffed = prepared["diffed_uris"]
+    assert sorted(u for unit in units for u in unit) == sorted(diffed)  # each file in one unit
+    for counts in dag["split"]:
+        own = units[counts.unit]
+        assert counts.io.files_read == len(own)
+        assert counts.io.rows_read == sum(dag["file_rows"][u] for u in own)
+    assert sum(c.io.rows_read for c in dag["split"]) == sum(dag["file_rows"].values())
+    assert len(dag["planned"]) == len(prepared["slices"]) > 5
+    for counts in dag["planned"]:
+        assert counts.io.rows_read <= 2 * counts.urls, counts
+    assert sum(c.io.rows_read for c in dag["planned"]) == sum(c.urls for c in dag["planned"])
+    assert dag["shards.json"] == cli["shards.json"]
+    for x, y in zip(dag["rows"], cli["rows"], strict=True):
+        assert x.equals(y)
+    assert dag["files"] == cli["files"] and len(dag["files"]) > 20
+
+
+def test_each_plan_task_reads_about_its_share(tmp_path: Path) -> None:
+    """A first run whose one section is most of the rows, in small slices: its slices would
+    each read the whole section's bucket; the split tasks write each bucket by slice, and
+    each plan task reads its own rows. Then a nightly with many slices, in three diff
+    partitions: each plan task would scan every diffed row; each split task reads one
+    partition's file."""
+    big = [f"{SITE}product/item-{i:05d}" for i in range(2_400)]
+    small = [f"{SITE}s{k:02d}/page-{i:03d}" for k in range(12) for i in range(25)]
+    inventory = tmp_path / "inv.parquet"
+    pq.write_table(pa.table({"url": big + small}), inventory)
+    dag = _run_plan(inventory, tmp_path / "dag", T0, True, plan_slice_rows=SLICE)
+    cli = _run_plan(inventory, tmp_path / "cli", T0, False, plan_slice_rows=SLICE)
+    assert dag["prepared"]["view"] is not None  # a first run's rows: load's, in buckets
+    _reads_its_share(dag, cli)
+    # The CLI's slices read their sections' buckets: the big section's slices all of it.
+    assert cli["prepared"]["split_units"] is None and cli["prepared"]["slice_inputs"] is None
+
+    # A nightly: a third of the big section's URLs changed, new ones, a new section.
+    second = tmp_path / "inv2.parquet"
+    pq.write_table(pa.table({"url": [u + ("-v2" if i % 3 == 0 else "") for i, u in
+                                     enumerate(big)] + small[25:]
+                             + [f"{SITE}fresh/page-{i:04d}" for i in range(400)]}), second)
+    when = T0 + timedelta(days=1)
+    dag = _run_plan(second, tmp_path / "dag", when, True, plan_slice_rows=SLICE,
+                    diff_partitions=3)
+    cli = _run_plan(second, tmp_path / "cli", when, False, plan_slice_rows=SLICE,
+                    diff_partitions=3)
+    assert dag["prepared"]["view"] is None and len(dag["prepared"]["diffed_uris"]) == 3
+    _reads_its_share(dag, cli)
