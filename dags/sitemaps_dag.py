@@ -231,8 +231,9 @@ def build_dag(site: SiteConfig) -> Any:
         chain(deduped, load(ctx), partitions)
         slices = plan_slices(ctx)
         chain(diffed, diff_counts(ctx), slices)
-        split = plan_split.partial(ctx=ctx).expand(unit=plan_splits(ctx))
-        slices >> split
+        units = plan_splits(ctx)
+        slices >> units
+        split = plan_split.partial(ctx=ctx).expand(unit=units)
         planned = plan.partial(ctx=ctx).expand(slice=slices)
         split >> planned
         batches = plan_counts(ctx)

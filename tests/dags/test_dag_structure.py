@@ -14,9 +14,9 @@ from tests.dags.airflow_env import DAGS_FOLDER, ROOT, new_home, requires_airflow
 pytestmark = requires_airflow
 
 TASKS = ["rollback", "begin", "load_groups", "normalize", "dedupe_parts", "dedupe", "load",
-         "diff_partitions", "diff",
-         "diff_counts", "plan_slices", "plan", "plan_counts", "render", "state", "publish",
-         "announce", "gc", "notify", "finish"]
+         "diff_partitions", "diff", "diff_counts", "plan_slices", "plan_splits", "plan_split",
+         "plan", "plan_counts", "render", "state", "publish", "announce", "gc", "notify",
+         "finish"]
 
 TWO_SITES = """
 [defaults]
@@ -147,6 +147,8 @@ def test_one_dag_per_site_with_the_expected_shape(bags: dict[str, dict]) -> None
         assert t["diff"]["mapped"] and not t["diff_counts"]["mapped"]
         # plan is mapped over the plan's slices; plan_counts gathers and numbers them.
         assert t["plan"]["mapped"] and not t["plan_slices"]["mapped"]
+        # plan_split, mapped over units of the diffed rows, writes them by slice first.
+        assert t["plan_split"]["mapped"] and not t["plan_splits"]["mapped"]
         assert not t["plan_counts"]["mapped"]
         # publish runs when render was mapped over zero batches (skipped); finish never
         # runs after a failure, so a failed run keeps the work files a retry needs.
@@ -164,7 +166,9 @@ def test_one_dag_per_site_with_the_expected_shape(bags: dict[str, dict]) -> None
         assert t["diff"]["upstream"] == ["begin", "diff_partitions"]
         assert t["diff_counts"]["upstream"] == ["begin", "diff"]
         assert t["plan_slices"]["upstream"] == ["begin", "diff_counts"]
-        assert t["plan"]["upstream"] == ["begin", "plan_slices"]
+        assert t["plan_splits"]["upstream"] == ["begin", "plan_slices"]
+        assert t["plan_split"]["upstream"] == ["begin", "plan_splits"]
+        assert t["plan"]["upstream"] == ["begin", "plan_slices", "plan_split"]
         assert t["plan_counts"]["upstream"] == ["begin", "plan"]
         assert t["render"]["upstream"] == ["begin", "plan_counts"]
         assert t["state"]["upstream"] == ["begin", "plan_counts"]
