@@ -8,9 +8,10 @@ by how much, from task times measured on a small one. What it assumes:
 - **Stages.** The task instances are grouped by task id; a stage is mapped when its
   instances have a map index of 0 or more. Stages run one after the other in the DAG's
   order (`DAG_ORDER`: begin, load_groups, normalize, dedupe_parts, dedupe, load,
-  diff_partitions, diff, diff_counts, plan_slices, plan, plan_counts, render beside state,
-  publish, then announce, gc, notify, finish and verify beside each other); a task id of
-  neither order is put in a stage of its own where it started in the measured run.
+  diff_partitions, diff, diff_counts, plan_slices, plan_splits, plan_split, plan,
+  plan_counts, render beside state, publish, then announce, gc, notify, finish and verify
+  beside each other); a task id of neither order is put in a stage of its own where it
+  started in the measured run.
 - **Fixed cost of a task.** Every task instance pays the same fixed cost (process start,
   imports, S3 connection): the measured run's shortest task (`--overhead` overrides it).
   The rest of its time is work.
@@ -37,10 +38,12 @@ by how much, from task times measured on a small one. What it assumes:
   run's: one per section bucket, 64); diff:
   `--diff-partitions` (default: pipeline.diff.partitions_for at the target, in this
   process's memory budget: about 6.1M rows a partition under the default 1.5 GB, 164 at
-  1B; an assumption about the workers' memory); plan: the planned URLs at the target /
-  `--plan-slice-rows`; render: the rendered `<url>` bytes at the target /
-  `--render-batch-bytes` (bytes per URL as measured), doubled while more than
-  `--max-map-length` (as plan_counts does), or rendered URLs / `--render-batch-urls`;
+  1B; an assumption about the workers' memory); plan_split: one per section bucket (64) in
+  a first run, else one per diff partition; plan: the planned URLs (the plan tasks' `urls`,
+  else their rows read) at the target / `--plan-slice-rows`; render: the rendered `<url>`
+  bytes at the target / `--render-batch-bytes` (bytes per URL as measured), doubled while
+  more than `--max-map-length` (as plan_counts does), or rendered URLs /
+  `--render-batch-urls`;
   another mapped stage: its measured count times the size ratio.
 - **Scheduling.** Each of `--workers` workers runs `--slots` tasks at a time (default 1: a
   2-core worker, whose DuckDB uses both cores). Within a stage the tasks are list-scheduled
@@ -81,7 +84,8 @@ from typing import Any
 DAG_ORDER: tuple[tuple[str, ...], ...] = (
     ("rollback",), ("begin",), ("load_groups",), ("normalize",), ("dedupe_parts",),
     ("dedupe",), ("load",),
-    ("diff_partitions",), ("diff",), ("diff_counts",), ("plan_slices",), ("plan",),
+    ("diff_partitions",), ("diff",), ("diff_counts",), ("plan_slices",), ("plan_splits",),
+    ("plan_split",), ("plan",),
     ("plan_counts",), ("render", "state"), ("publish",),
     ("announce", "gc", "notify", "finish", "verify"),
 )
@@ -223,8 +227,12 @@ def task_count(stage: Stage, run: dict[str, Any], opts: Options, ratio: float) -
         if opts.diff_partitions:
             return opts.diff_partitions
         return _partitions(target)
-    if stage.task == "plan":
-        return max(1, math.ceil(stage.rows_read * ratio / opts.plan_slice_rows))
+    if stage.task == "plan_split":  # a unit per bucket (a first run's) or diff partition
+        from pipeline.diffed import DIFFED_BUCKETS
+        return DIFFED_BUCKETS if first_run(run) else opts.diff_partitions or _partitions(target)
+    if stage.task == "plan":  # the URLs planned; a plan task's rows read may be more
+        urls = sum(int((t.get("counts") or {}).get("urls", 0)) for t in tasks)
+        return max(1, math.ceil((urls or stage.rows_read) * ratio / opts.plan_slice_rows))
     if stage.task == "render":
         if opts.render_batch_urls:
             return max(1, math.ceil(stage.rows_read * ratio / opts.render_batch_urls))
