@@ -40,7 +40,14 @@ import duckdb
 import pyarrow as pa
 
 from pipeline import sql, storage
-from pipeline.diffed import BUCKET, DiffedView, bucketed, files_of_sections, register_diffed
+from pipeline.diffed import (
+    BUCKET,
+    DIFFED_BUCKETS,
+    DiffedView,
+    bucketed,
+    files_of_sections,
+    register_diffed,
+)
 from pipeline.errors import ConfigError
 from pipeline.layout import BOUNDS_KEY, SHARDS_KEY, SLICE_INPUT_FOLDER, SLICES_KEY
 from pipeline.parquet import open_parquet, write_parquet, write_partitioned
@@ -259,16 +266,17 @@ def prepare(diffed_uris: str | Sequence[str], snapshot_uri: str | None, work_uri
     diffed = [diffed_uris] if isinstance(diffed_uris, str) else list(diffed_uris)
     register_diffed(con, "diffed_all", diffed, view)
     _register_previous_bounds(con, snapshot_uri)
+    counts = ([(r[0], r[1]) for r in view.section_stats] if view is not None
+              else con.sql(sql.load_sql("section_counts")).fetchall())
     slices = _slices(con, slice_rows, weighted=keeps_shards and snapshot_uri is not None,
-                     output_format=output_format,
-                     counts=None if view is None else [(r[0], r[1]) for r in view.section_stats])
+                     output_format=output_format, counts=counts)
     # New shards of a section are numbered after its highest previous number.
     next_free = {section: int(top) + 1 for section, top in con.sql(
         "SELECT section, max(shard) FROM shard_bounds GROUP BY section").fetchall()}
     work = storage.open_storage(work_uri)
     bounds_uri = write_parquet(con.sql("SELECT * FROM shard_bounds"), work, BOUNDS_KEY)
     con.execute("DROP TABLE IF EXISTS shard_bounds")
-    split_units = _split_units(con, diffed, slices, view) if split_tasks else None
+    split_units = _split_units(con, diffed, slices, counts, view) if split_tasks else None
     # A first run's rows are in buckets of sections already: each slice reads its own.
     slice_inputs = _split_by_slice(con, work, slices) \
         if not split_tasks and len(slices) >= SPLIT_INPUT_SLICES and not bucketed(diffed) \
@@ -360,17 +368,18 @@ def slice_files(con: duckdb.DuckDBPyConnection, diffed: Sequence[str], sl: Slice
 
 
 def _split_units(con: duckdb.DuckDBPyConnection, diffed: Sequence[str],
-                 slices: Sequence[Slice], view: DiffedView | None) -> list[list[str]] | None:
+                 slices: Sequence[Slice], counts: Sequence[tuple[str, int]],
+                 view: DiffedView | None) -> list[list[str]] | None:
     """The diffed files, in the units that the split tasks are mapped over (a bucket's
     files, else one file each), when some slice would read more than SHARE_FACTOR times
-    its rows without a split (the files' rows from their footers); else None: each slice
-    reads its sections' files. A bucket's files are split together: a first run's view
-    over load's files (pipeline.diffed.first_run_rows) reads a section's rows whole."""
+    its rows without a split (_unsplit_reads); else None: each slice reads its sections'
+    files. A bucket's files are split together: a first run's view over load's files
+    (pipeline.diffed.first_run_rows) then reads each section's rows whole."""
     if len(slices) < 2:
         return None
-    rows = {u: open_parquet(u).metadata.num_rows for u in diffed}
-    if all(sum(rows[u] for u in slice_files(con, diffed, sl, view))
-           <= SHARE_FACTOR * max(sl.rows, 1) for sl in slices if sl.sections):
+    reads = _unsplit_reads(con, diffed, slices, counts, view)
+    if all(read <= SHARE_FACTOR * max(sl.rows, 1)
+           for sl, read in zip(slices, reads, strict=True) if sl.sections):
         return None
     units: dict[str, list[str]] = {}
     for uri in diffed:
@@ -378,6 +387,35 @@ def _split_units(con: duckdb.DuckDBPyConnection, diffed: Sequence[str],
         units.setdefault(bucket.group(1) if bucket else uri, []).append(uri)
     log.info("plan: the diffed rows to be split by slice in %d task(s)", len(units))
     return list(units.values())
+
+
+def _unsplit_reads(con: duckdb.DuckDBPyConnection, diffed: Sequence[str],
+                   slices: Sequence[Slice], counts: Sequence[tuple[str, int]],
+                   view: DiffedView | None) -> list[int]:
+    """About the rows each slice reads when they are not split by slice, from the sections'
+    counts, no file opened: every row when the diffed files are not in buckets of sections,
+    else the rows of its sections' buckets (each section counted whole in each bucket that
+    holds some of it; a section in no known bucket, the news section, reads every file)."""
+    total = sum(n for _, n in counts)
+    if not bucketed(diffed):
+        return [total if sl.sections else 0 for sl in slices]
+    if view is not None:
+        buckets = {s: list(b) for s, b in view.section_buckets.items()}
+    else:
+        buckets = {s: [int(b)] for s, b in con.sql(
+            f"SELECT s, hash(s) % {DIFFED_BUCKETS} FROM unnest($sections::VARCHAR[]) t(s)",
+            params={"sections": [s for s, _ in counts]}).fetchall()}
+    in_bucket: dict[int, int] = {}
+    for section, n in counts:
+        for b in buckets.get(section, ()):
+            in_bucket[b] = in_bucket.get(b, 0) + n
+    reads = []
+    for sl in slices:
+        if any(s not in buckets for s in sl.sections):
+            reads.append(total)
+        else:
+            reads.append(sum(in_bucket[b] for b in {b for s in sl.sections for b in buckets[s]}))
+    return reads
 
 
 def split_input(work_uri: str, unit: int, *, con: duckdb.DuckDBPyConnection | None = None

@@ -600,6 +600,12 @@ def test_each_plan_task_reads_about_its_share(tmp_path: Path) -> None:
     _reads_its_share(dag, cli)
     # The CLI's slices read their sections' buckets: the big section's slices all of it.
     assert cli["prepared"]["split_units"] is None and cli["prepared"]["slice_inputs"] is None
+    # One slice reads its own rows anyway: nothing to split (the DAG's one plan_split task
+    # does nothing).
+    one = _run_plan(inventory, tmp_path / "one", T0, True)
+    assert one["prepared"]["split_units"] is None and len(one["prepared"]["slices"]) == 1
+    assert [(c.rows, c.io.rows_read, c.io.files_read) for c in one["split"]] == [(0, 0, 0)]
+    assert [c.io.rows_read for c in one["planned"]] == [c.urls for c in one["planned"]]
 
     # A nightly: a third of the big section's URLs changed, new ones, a new section.
     second = tmp_path / "inv2.parquet"
