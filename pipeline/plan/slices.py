@@ -22,6 +22,12 @@ are already the final ones; in a later slice they are `(slice + 1) << 32` onward
 above every final number, in the same order, and unique in the whole plan. `combine`
 gives every shard its final number, exactly what numbering the slices one after the
 other gives, and keeps the slice's number as `Shard.planned_shard`.
+
+Where the slices are planned by tasks of their own (the DAG's) and a slice would read more
+than SHARE_FACTOR times its rows (a first run's slice of a large section reads its whole
+bucket; a nightly's slices each scan every diffed row), prepare names units of the diffed
+files (`split_units`) and `split_input`, one task per unit, writes each unit's rows by slice
+(`plan-input/slice=N/`, `plan-split-NNNNN.json`): each slice then reads only its own rows.
 """
 
 from __future__ import annotations
