@@ -429,11 +429,11 @@ def test_a_first_run_in_slices_publishes_what_its_written_diffed_rows_publish(
     """Plan slices reading their buckets through the diff's query (one partition) publish
     what slices reading written diffed rows (two forced partitions) do: fresh news articles
     from every bucket, and a section whose path slugs to the news section's own name."""
-    from pipeline.plan import packing
+    from pipeline.plan import slices
 
     picked: list[tuple[int, list[str]]] = []
-    real_pick = packing.files_of_sections
-    monkeypatch.setattr(packing, "files_of_sections",
+    real_pick = slices.files_of_sections
+    monkeypatch.setattr(slices, "files_of_sections",
                         lambda con, uris, sections, view: picked.append(
                             (len(uris), real_pick(con, uris, sections, view))) or picked[-1][1])
     table = first_inventory(tmp_path)

@@ -117,7 +117,6 @@ def test_sliced_plan_with_work_files_on_s3(s3_bucket: Any, tmp_path: Path,
     # run's slices read load's files of their sections' buckets (on S3) through the diff's
     # query; with this many slices, a later run that plans every row splits the diffed rows
     # by slice (plan-input/).
-    from pipeline.plan import packing
     from pipeline.plan import slices as plan
 
     split: list[list[list[str]]] = []
@@ -126,8 +125,8 @@ def test_sliced_plan_with_work_files_on_s3(s3_bucket: Any, tmp_path: Path,
                         lambda con, work, slices: split.append(real(con, work, slices))
                         or split[-1])
     picked: list[tuple[int, list[str]]] = []
-    real_pick = packing.files_of_sections
-    monkeypatch.setattr(packing, "files_of_sections",
+    real_pick = plan.files_of_sections
+    monkeypatch.setattr(plan, "files_of_sections",
                         lambda con, uris, sections, view: picked.append(
                             (len(uris), real_pick(con, uris, sections, view))) or picked[-1][1])
     inv = inventory(tmp_path, 420)
