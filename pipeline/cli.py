@@ -419,7 +419,9 @@ def cmd_explain(args: argparse.Namespace) -> int:
         print(f"not published in generation {answer.generation} (live): not in the inventory")
     for r in answer.rejects:
         lost = "lost" if r.reason == "duplicate" else "rejected"
-        print(f"  row {r.row_id} {lost}: {r.reason}: {r.why}; url as it came in {r.url!r}, "
+        cause = r.cause()
+        print(f"  row {r.row_id} {lost}: {r.reason}" + (f" ({cause})" if cause else "")
+              + f": {r.why}; url as it came in {r.url!r}, "
               f"lastmod {r.lastmod or '-'}, changefreq {r.changefreq or '-'}, "
               f"priority {'-' if r.priority is None else r.priority}")
     print("history (newest first):")

@@ -61,6 +61,12 @@ REASON_TEXT = {
 }
 
 
+#: The rejects' columns added after their first version (sql/rejected_rows.sql), as the
+#: NULL a file written before them reads as.
+DETAIL_COLUMNS = {"detail": "NULL::VARCHAR", "winner_row_id": "NULL::BIGINT",
+                  "winner_lastmod": "NULL::TIMESTAMPTZ"}
+
+
 @dataclass
 class Reject:
     """One rejected row of the URL (rejected_rows' columns) and what its reason means."""
@@ -72,6 +78,20 @@ class Reject:
     changefreq: str | None
     priority: float | None
     why: str
+    #: The value that caused it, `name=value` (http_status=404, length=2101, ...); of a
+    #: duplicate, the tie rule that made the winner win ('newer lastmod', ...). None when
+    #: the value is the URL itself, or in a rejects file of an earlier version.
+    detail: str | None = None
+    #: A duplicate's: the row it lost to and that row's lastmod.
+    winner_row_id: int | None = None
+    winner_lastmod: str | None = None
+
+    def cause(self) -> str | None:
+        """The detail in words: a duplicate's winner and why it won, else the value."""
+        if self.winner_row_id is None:
+            return self.detail
+        return (f"lost to row {self.winner_row_id} (lastmod {self.winner_lastmod or 'none'})"
+                + (f": {self.detail}" if self.detail else ""))
 
 
 @dataclass
@@ -185,13 +205,20 @@ def find_rejects(con: duckdb.DuckDBPyConnection, rejects_uri: str, raw: str, url
     if not store.exists(name):
         return []
     register_url_rules(con)
-    register_parquet(con, "rejects", [rejects_uri], hive=False)
+    register_parquet(con, "rejects_file", [rejects_uri], hive=False)
+    # a file of an earlier version has no detail columns: NULL, as for a row without one
+    have = con.sql("SELECT * FROM rejects_file LIMIT 0").columns
+    added = "".join(f", {expr} AS {name}" for name, expr in DETAIL_COLUMNS.items()
+                    if name not in have)
+    con.sql(f"SELECT *{added} FROM rejects_file").create_view("rejects", replace=True)
     rows = con.sql(sql.load_sql("explain_rejects"), params={
         "raw_url": raw, "url": url, "site_prefix": site.prefix, "clean_regex": CLEAN_URL_REGEX,
         "iri_regex": IRI_PATH_REGEX, "max_len": MAX_URL_LENGTH}).fetchall()
     return [Reject(row_id=int(r[0]), reason=r[1], url=r[2], lastmod=_w3c(r[3]), changefreq=r[4],
                    priority=None if r[5] is None else float(r[5]),
-                   why=REASON_TEXT.get(r[1], r[1])) for r in rows]
+                   why=REASON_TEXT.get(r[1], r[1]), detail=r[6],
+                   winner_row_id=None if r[7] is None else int(r[7]),
+                   winner_lastmod=_w3c(r[8])) for r in rows]
 
 
 def _listing(manifest: Manifest, row: dict[str, Any]) -> Listing:

@@ -8,6 +8,9 @@ MAX_BYTES_PER_SITEMAP = 52_428_800
 MAX_SITEMAPS_PER_INDEX = 50_000
 #: Characters of one <loc>, after percent-encoding.
 MAX_URL_LENGTH = 2_048
+#: Characters of a reject's `detail` (the value that caused it), at most: a long redirect
+#: target or URL is cut there (sql/normalize_macros.sql's reject_detail cuts to the same).
+MAX_REJECT_DETAIL = 300
 #: Images listed for one URL (Google image extension).
 MAX_IMAGES_PER_URL = 1_000
 #: URLs in one news sitemap (Google news extension).

@@ -9,7 +9,8 @@ its own rows only; on a first run in one partition, in buckets of sections,
 `normalized/bucket=K/*.parquet`, which plan reads through the diff's query,
 pipeline.diffed.DiffedView),
 `duplicates.parquet` (the row ids that dedupe_rows ranks as duplicates: small)
-and `rejects.parquet` (row_id, reason, the original fields), and returns the
+and `rejects.parquet` (row_id, reason, the original fields, the reject's detail and a
+duplicate's winner: sql/rejected_rows.sql), and returns the
 counts. The valid rows are the normalised rows without a reason that are not
 duplicates: `register_valid` makes them a view (sql/valid_rows.sql), which the
 diff reads, so they are never written twice.
@@ -67,7 +68,7 @@ from pipeline.parquet import (
 )
 from pipeline.progress import QUIET, Progress
 from pipeline.unchanged import ROW_HASH_COLUMN, row_hash_column, sums_by_section
-from pipeline.urls import CLEAN_URL_REGEX, IRI_PATH_REGEX, Site, check_url
+from pipeline.urls import CLEAN_URL_REGEX, IRI_PATH_REGEX, Site, check_url, reject_detail
 
 log = logging.getLogger(__name__)
 
@@ -509,7 +510,9 @@ def load_group(plan: LoadPlan, group: int, work_uri: str, *,
             con.sql(f"SELECT *, {'url' if bounds else 'NULL::VARCHAR'} AS bounded_url "
                     "FROM normalized").create_view("counted", replace=True)
             counts = [_json_counts(g) for g in _counts(con)]
-            rejects_uri = write_parquet(con.sql(sql.load_sql("rejected_rows")), work,
+            rejected = con.sql(sql.load_sql("rejected_rows"),
+                               params={"site_prefix": plan.site_prefix})
+            rejects_uri = write_parquet(rejected, work,
                                         f"{REJECT_PARTS_FOLDER}/g{group:05d}.parquet")
         except duckdb.Error as exc:
             # a full disk under the work folder or the spill is not the inventory's fault
@@ -1034,11 +1037,22 @@ def _flag_invalid_utf8(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBat
 def register_url_rules(con: duckdb.DuckDBPyConnection) -> None:
     """The URL rules of normalize_inventory on `con`: the UDF check_url and the macro
     normalized_url (sql/normalize_macros.sql), for load and for whoever must spell a URL
-    as load does (pipeline.explain)."""
+    as load does (pipeline.explain); and the UDF url_reject_detail, which says what made a
+    rejected URL one (sql/rejected_rows.sql)."""
     con.create_function("check_url", _check_url_batch, ["VARCHAR", "VARCHAR"], "VARCHAR",
                         type="arrow", null_handling="special",  # type: ignore[call-overload]
                         side_effects=False)
+    con.create_function("url_reject_detail", _reject_detail_batch,
+                        ["VARCHAR", "VARCHAR", "VARCHAR"], "VARCHAR", type="arrow",
+                        null_handling="special",  # type: ignore[call-overload]
+                        side_effects=False)
     con.execute(sql.load_sql("normalize_macros"))
+
+
+def _reject_detail_batch(reasons: Any, urls: Any, prefixes: Any) -> Any:
+    return pa.array([reject_detail(r, u, p) for r, u, p in zip(
+        reasons.to_pylist(), urls.to_pylist(), prefixes.to_pylist(), strict=True)],
+        type=pa.string())
 
 
 def _check_url_batch(urls: Any, prefixes: Any) -> Any:

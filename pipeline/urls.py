@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from pipeline.errors import ConfigError
-from pipeline.limits import MAX_URL_LENGTH
+from pipeline.limits import MAX_REJECT_DETAIL, MAX_URL_LENGTH
 
 #: Runs of characters that must be percent-encoded in a path (not RFC 3986 pchar, "/" or "%").
 _PATH_UNSAFE = re.compile(r"[^A-Za-z0-9\-._~!$&'()*+,;=:@/%]+")
@@ -169,8 +169,10 @@ def _host(hostname: str) -> str | None:
     return host if _ASCII_HOST.fullmatch(host) else None
 
 
-def normalize_url(raw: str | None) -> tuple[str | None, str | None]:
-    """(normalised URL, None) or (None, reason code); site membership not checked."""
+def normalize_url(raw: str | None, max_length: int | None = MAX_URL_LENGTH
+                  ) -> tuple[str | None, str | None]:
+    """(normalised URL, None) or (None, reason code); site membership not checked.
+    `max_length` None: no `too_long` (reject_detail measures such a URL)."""
     if raw is None:
         return None, "empty"
     text = raw.strip(_BLANK)
@@ -207,7 +209,7 @@ def normalize_url(raw: str | None) -> tuple[str | None, str | None]:
     path = remove_dot_segments(_upper_percent(path).replace("%2E", "."))
     query = _upper_percent(query)
     url = f"{scheme}://{netloc}{path}" + (f"?{query}" if query else "")
-    if len(url) > MAX_URL_LENGTH:
+    if max_length is not None and len(url) > max_length:
         return None, "too_long"
     return url, None
 
@@ -220,3 +222,32 @@ def check_url(raw: str | None, site_prefix: str) -> str:
     if not url.startswith(site_prefix):
         return "!off_site"
     return url
+
+
+def reject_detail(reason: str | None, raw: str | None, site_prefix: str) -> str | None:
+    """The value that made the URL `raw` a reject of `reason`, as `name=value` (cut to
+    MAX_REJECT_DETAIL characters): the scheme of `not_http`, the first illegal character
+    of `illegal_char`, the bad escape of `bad_percent_encoding`, the encoded length of
+    `too_long`, and of `off_site` the part of the normalised URL that is not the site's
+    (its host, else its scheme, else its path). None for the other reasons: their value is
+    the URL itself. Only rejected rows are measured (sql/rejected_rows.sql)."""
+    text = (raw or "").strip(_BLANK)
+    detail = None
+    if reason == "not_http":
+        detail = f"scheme={text.partition(':')[0]}"
+    elif reason == "illegal_char" and (m := _ILLEGAL.search(text)):
+        detail = f"char=U+{ord(m.group()):04X}"
+    elif reason == "bad_percent_encoding" and (m := _BAD_PERCENT.search(text)):
+        detail = f"escape={text[m.start():m.start() + 3]}"
+    elif reason in ("too_long", "off_site"):
+        url, _ = normalize_url(text, max_length=None)
+        if url is None:
+            return None
+        if reason == "too_long":
+            detail = f"length={len(url)}"
+        else:
+            parts, site = urlsplit(url), urlsplit(site_prefix)
+            detail = (f"host={parts.netloc}" if parts.netloc != site.netloc
+                      else f"scheme={parts.scheme}" if parts.scheme != site.scheme
+                      else f"path={parts.path}")
+    return None if detail is None else detail[:MAX_REJECT_DETAIL]

@@ -285,9 +285,10 @@ def explain_html(url: str, status: int, answer: Any) -> bytes:
                      "(live): not in the inventory (no row of it, in any spelling).</p>")
     if a.rejects:
         parts += ["<h2>Rows of it left out</h2>", _rows(
-            ["row", "reason", "what it means", "URL as it came in", "lastmod", "changefreq",
-             "priority"],
-            [[str(r.row_id), _esc(r.reason), _esc(r.why), f"<code>{_esc(r.url)}</code>",
+            ["row", "reason", "what it means", "what caused it", "URL as it came in",
+             "lastmod", "changefreq", "priority"],
+            [[str(r.row_id), _esc(r.reason), _esc(r.why), _esc(r.cause()),
+              f"<code>{_esc(r.url)}</code>",
               _esc(r.lastmod), _esc(r.changefreq), _esc(r.priority)] for r in a.rejects])]
     parts += ["<h2>History over the kept generations (newest first)</h2>", _rows(
         ["generation", "created", "in the sitemaps", "its run's change", "sitemap file"],

@@ -12,7 +12,11 @@
 -- extensions) and $ext_budget (extension bytes below which no line can be that long).
 -- Indexability gate: a valid URL whose http_status is not 200, that redirects, is noindex
 -- or names another (normalised) URL as canonical is rejected as not_200, redirect,
--- noindex or not_canonical, in that order; a bad URL keeps its own reason. A row left
+-- noindex or not_canonical, in that order; a bad URL keeps its own reason. Such a row's
+-- gate_detail is the gate column's value that rejected it (http_status=404,
+-- redirect_to=..., noindex=true, canonical_url=... as given): the gate columns are not
+-- written, so the rejects' detail (rejected_rows.sql) comes from here; NULL on every other
+-- row. A row left
 -- whose <url> line (with its extensions' XML) no sitemap file can hold is rejected as
 -- too_large. A row with a string that is not UTF-8 (invalid_utf8, set by
 -- pipeline.load.clean_utf8) is rejected first.
@@ -68,6 +72,12 @@ SELECT
     -- not the URL's text
     CASE WHEN NOT starts_with(checked_url, '!') THEN hash(checked_url) END AS url_hash,
     CASE WHEN starts_with(checked_url, '!') THEN substr(checked_url, 2) END AS reason,
+    CASE checked_url
+        WHEN '!not_200' THEN reject_detail('http_status', http_status)
+        WHEN '!redirect' THEN reject_detail('redirect_to', redirect_to)
+        WHEN '!noindex' THEN 'noindex=true'
+        WHEN '!not_canonical' THEN reject_detail('canonical_url', canonical_url)
+    END AS gate_detail,
     -- the path segments that name the row's section (slugged once per distinct value, by
     -- section_slugs): cut here, where the row is read anyway; meaningless on a reject
     raw_section(checked_url, $site_prefix, $section_depth) AS raw_section,

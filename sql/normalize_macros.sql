@@ -12,7 +12,9 @@
 --    https is not_http, or relative when it has no scheme (RFC 3986 3.1) at all.
 -- Branches 2 to 4 exist because each UDF call has a fixed cost and dirty rows are spread
 -- thinly over the batches.
--- pipeline.load creates it after registering check_url. Parameters: none (the macro's).
+-- reject_detail(name, value): a reject's detail, `name=value`, the value cut to 300
+-- characters (pipeline.limits.MAX_REJECT_DETAIL) so a long redirect target stays small.
+-- pipeline.load creates them after registering check_url. Parameters: none (the macros').
 
 -- iri_path_encoded: a path of iri_regex (pchars but "%", "/" and non-ASCII) with its
 -- non-ASCII percent-encoded as UTF-8, as normalize_url encodes it. url_encode encodes all
@@ -50,3 +52,6 @@ CREATE OR REPLACE MACRO normalized_url(u, site_prefix, clean_regex, iri_regex, m
                   ELSE '!relative' END
         ELSE check_url(u, site_prefix)
     END;
+
+CREATE OR REPLACE MACRO reject_detail(name, value) AS
+    name || '=' || left(CAST(value AS VARCHAR), 300);

@@ -533,22 +533,29 @@ def test_rejected_rows_and_classified_counts(con: duckdb.DuckDBPyConnection) -> 
         "alternates_dropped": [0, 0, 2, 0, 0], "deprecated_tags": [4, 7, 1, 0, 0],
         "extension_fields_invalid": [2, 5, 1, 0, 0], "news_dropped": [0, 1, 1, 0, 0],
         "raw_section": ["a/", "", "b/", "", "a/"],
+        "gate_detail": pa.array([None] * 5, pa.string()),
         "_input_row_hash": pa.array([11, 22, 33, 44, 55], pa.uint64())}))
     # as dedupe_rows keeps it: the duplicate's id and its own fields
     con.register("duplicate_rows", pa.table({
         "row_id": [5], "url": ["https://e.com/a"], "lastmod": pa.array([EARLIER], pa.timestamp(
             "us", tz="UTC")), "original_url": ["https://E.com/a"], "changefreq": ["never"],
-        "priority": [0.1]}))
+        "priority": [0.1], "winner_row_id": [1],
+        "winner_lastmod": pa.array([T], pa.timestamp("us", tz="UTC")),
+        "won_by": ["newer lastmod"]}))
     con.execute(sql.load_sql("classified_rows"))
+    load.register_url_rules(con)
     rejects = " UNION ALL ".join(f"({sql.load_sql(name).rstrip().rstrip(';')})"
                                  for name in ("rejected_rows", "duplicate_rejects"))
-    assert con.sql(f"SELECT * FROM ({rejects}) ORDER BY row_id").fetchall() == [
-        (2, "off_site", "  HTTPS://o.org/x ", EARLIER, "weekly", 0.3),
-        (4, "empty", "   ", None, None, None),
-        (5, "duplicate", "https://E.com/a", EARLIER, "never", 0.1)]
+    # each with what caused it: off_site's host, a duplicate's winner and the rule it won by
+    assert con.sql(f"SELECT * FROM ({rejects}) ORDER BY row_id",
+                   params={"site_prefix": "https://e.com/"}).fetchall() == [
+        (2, "off_site", "  HTTPS://o.org/x ", EARLIER, "weekly", 0.3, "host=o.org", None, None),
+        (4, "empty", "   ", None, None, None, None, None, None),
+        (5, "duplicate", "https://E.com/a", EARLIER, "never", 0.1, "newer lastmod", 1, T)]
     # the reasons rejected_rows and duplicate_rejects give are classified's, row for row
     assert con.sql(f"SELECT row_id, reason FROM ({rejects}) "
-                   "EXCEPT SELECT row_id, reason FROM classified").fetchall() == []
+                   "EXCEPT SELECT row_id, reason FROM classified",
+                   params={"site_prefix": "https://e.com/"}).fetchall() == []
     # Rows per reason (NULL: the published rows) and path segments; a rejected row's fields
     # are not "dropped", load reads the dropped fields of the NULL reason only.
     # load's view: a first run's also gives the URLs' bounds, others a NULL column

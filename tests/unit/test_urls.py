@@ -13,8 +13,15 @@ from hypothesis import strategies as st
 
 from pipeline import sql
 from pipeline.errors import ConfigError
-from pipeline.limits import MAX_URL_LENGTH
-from pipeline.urls import CLEAN_URL_REGEX, IRI_PATH_REGEX, Site, check_url, normalize_url
+from pipeline.limits import MAX_REJECT_DETAIL, MAX_URL_LENGTH
+from pipeline.urls import (
+    CLEAN_URL_REGEX,
+    IRI_PATH_REGEX,
+    Site,
+    check_url,
+    normalize_url,
+    reject_detail,
+)
 
 CASES = [
     # (raw, normalised or None, reason)
@@ -309,3 +316,30 @@ def test_a_fault_in_a_built_url_is_rejected_for_its_reason(built: tuple[str, ...
     raw = built[0]
     assert normalize_url(raw)[1] is None
     assert normalize_url(spoil(raw)) == (None, reason), spoil(raw)
+
+
+@pytest.mark.parametrize(("raw", "detail"), [
+    ("FTP://www.example.com/a", "scheme=FTP"),  # as given
+    ("https://www.example.com/a\x07b", "char=U+0007"),
+    ("https://www.example.com/a%g1", "escape=%g1"),
+    ("https://www.example.com/" + "%C3%A9" * 400, f"length={24 + 6 * 400}"),
+    ("https://Other.example.org:8443/shop/x", "host=other.example.org:8443"),
+    ("http://www.example.com/shop/x", "scheme=http"),
+    ("https://www.example.com/blog/x", "path=/blog/x"),
+    ("https://www.example.com/shop/x/", None),  # published: no reason, no detail
+])
+def test_reject_detail_is_the_value_that_rejected_the_url(raw: str, detail: str | None) -> None:
+    site = "https://www.example.com/shop/"
+    reason = check_url(raw, site)
+    assert reject_detail(reason[1:] if reason.startswith("!") else None, raw, site) == detail
+
+
+def test_reject_detail_is_bounded_in_python_and_in_sql() -> None:
+    raw = "https://o.example.org/" + "a" * 1000
+    detail = reject_detail("off_site", "https://" + "h" * 1000 + ".org/", "https://e.com/")
+    assert detail is not None and len(detail) == MAX_REJECT_DETAIL
+    con = sql.connect(threads=1)
+    con.create_function("check_url", lambda u, p: u, ["VARCHAR", "VARCHAR"], "VARCHAR")
+    con.execute(sql.load_sql("normalize_macros"))
+    [(cut,)] = con.execute("SELECT reject_detail('redirect_to', ?)", [raw]).fetchall()
+    assert cut == "redirect_to=" + raw[:MAX_REJECT_DETAIL]
