@@ -169,6 +169,10 @@ class ValidRows:
     #: The diff partitions the files are cut by (DIFF_PARTITION_COLUMN: url_hash % split);
     #: 1: not cut.
     split: int = 1
+    #: A first run's sample of these rows' URLs by section, one in `sample_every`
+    #: (pipeline.load.LoadResult.sample_uri), from which plan cuts large sections; "": none.
+    sample_uri: str = ""
+    sample_every: int = 0
 
     def normalized_files(self, partition: int, partitions: int) -> list[str]:
         """The files that hold the valid rows of diff partition `partition` of `partitions`:

@@ -31,6 +31,7 @@ paths from these names only, so the trees below are the whole list:
                                               (pipeline.unchanged)
     <work>/                                   a run's intermediate files
       normalized.parquet, duplicates.parquet, rejects.parquet      load
+      section-sample.parquet                  a first run's sample of URLs by section (load)
       normalized/bucket=K/*.parquet           a first run's rows, by section (pipeline.diffed)
       normalized/diff_partition=K/*.parquet   the rows cut by diff partition (several)
       diffed/part-NNNNN.parquet, changes/part-NNNNN.parquet         diff (a first run: none)
@@ -129,6 +130,11 @@ REJECTS_KEY = "rejects.parquet"
 #: rows, `dNNNNN.parquet`, `gNNNNN.parquet`), which the load task puts together.
 DUPLICATE_PARTS_FOLDER = "duplicate-parts"
 REJECT_PARTS_FOLDER = "reject-parts"
+#: A first run's sample of the valid URLs (section, url: one in `sample_every` by a hash of
+#: the URL), from which plan cuts its large sections; each group's under SAMPLE_PARTS_FOLDER
+#: (`gNNNNN.parquet`), which the load task puts together.
+SECTION_SAMPLE_KEY = "section-sample.parquet"
+SAMPLE_PARTS_FOLDER = "sample-parts"
 #: The Hive column of rows cut by diff partition (`<folder>/diff_partition=K/*.parquet`):
 #: the normalised rows (NORMALIZED_KEY less .parquet) and the live snapshot's (PREVIOUS_FOLDER).
 DIFF_PARTITION_COLUMN = "diff_partition"

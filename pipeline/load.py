@@ -52,6 +52,8 @@ from pipeline.layout import (
     NORMALIZED_KEY,
     REJECT_PARTS_FOLDER,
     REJECTS_KEY,
+    SAMPLE_PARTS_FOLDER,
+    SECTION_SAMPLE_KEY,
 )
 from pipeline.limits import (
     CHANGEFREQ_ENUM,
@@ -109,6 +111,10 @@ class LoadResult:
     first_run_sections: list[list[Any]] | None = None
     #: How dedupe read the URL hashes: each group's rows and passes (dedupe_groups).
     dedupe_passes: tuple[tuple[int, int], ...] = ()
+    #: A first run's sample of the valid URLs by section (SECTION_SAMPLE_KEY, one URL in
+    #: `sample_every`: ValidRows.sample_uri); "" when not taken.
+    sample_uri: str = ""
+    sample_every: int = 0
 
     @property
     def rejected_rows(self) -> int:
@@ -122,7 +128,8 @@ class LoadResult:
     @property
     def valid(self) -> ValidRows:
         return ValidRows(self.normalized_uris, self.duplicates_uri, self.site_prefix,
-                         self.section_depth, self.constant_columns, self.split)
+                         self.section_depth, self.constant_columns, self.split,
+                         self.sample_uri, self.sample_every)
 
 
 def list_inventory_files(inventory: str) -> list[str]:
@@ -300,6 +307,9 @@ class LoadPlan:
     dedupe_parts: int = 1
     #: Hive folders (`key=value`) are columns (pipeline.tables.hive_partitioned).
     hive: bool = True
+    #: A first run's groups sample one valid URL in this many (sql/group_sample.sql) for
+    #: plan's cuts; 0: no sample.
+    sample_every: int = 0
 
     @property
     def input_rows(self) -> int:
@@ -327,6 +337,8 @@ class GroupResult:
     seconds: float
     #: Its rejected rows (sql/rejected_rows.sql; the duplicates are dedupe_part's).
     rejects_uri: str = ""
+    #: Its sample of valid URLs (sql/group_sample.sql; LoadPlan.sample_every), or "".
+    sample_uri: str = ""
 
 
 @dataclass
@@ -355,12 +367,15 @@ def plan_load(inventory: str, site_url: str, *, section_depth: int = 1,
               diff_partitions: Callable[[int], int] | None = None,
               bucket_sections: bool = False, row_hashes: bool = False,
               group_rows: int | None = None, dedupe_rows: int | None = None,
+              sample_every: int = 0,
               con: duckdb.DuckDBPyConnection | None = None) -> LoadPlan:
     """List the inventory, check its schema and choose how its rows are cut (see `load`
     for the options): the LoadPlan every group follows. `group_rows`: cut the files into
     consecutive groups of about that many rows (a file is never split); None: one group.
     `dedupe_rows`: the rows each part of the duplicate search reads, about (default
-    DEDUPE_PASS_ROWS: one pass each), as far as the cut allows (dedupe_part_count)."""
+    DEDUPE_PASS_ROWS: one pass each), as far as the cut allows (dedupe_part_count).
+    `sample_every`: a first run's (`bucket_sections`, one partition) groups also sample one
+    valid URL in this many for plan's cuts (LoadResult.sample_uri); 0: none."""
     site = Site.parse(site_url)
     files = list_inventory_files(inventory)
     hive = tables.hive_partitioned(inventory)
@@ -396,7 +411,8 @@ def plan_load(inventory: str, site_url: str, *, section_depth: int = 1,
         columns={k: str(v) for k, v in duck_types.items()}, typed_columns=typed_columns,
         params=params, site_prefix=site.prefix, section_depth=section_depth, split=split,
         bucket_sections=bucket_sections, row_hashes=row_hashes,
-        groups=file_groups(file_rows, group_rows), dedupe_parts=dedupe_parts, hive=hive)
+        groups=file_groups(file_rows, group_rows), dedupe_parts=dedupe_parts, hive=hive,
+        sample_every=sample_every if bucket_sections and split == 1 else 0)
 
 
 def dedupe_part_count(rows: int, split: int, bucket_sections: bool, part_rows: int) -> int:
@@ -514,6 +530,11 @@ def load_group(plan: LoadPlan, group: int, work_uri: str, *,
                                params={"site_prefix": plan.site_prefix})
             rejects_uri = write_parquet(rejected, work,
                                         f"{REJECT_PARTS_FOLDER}/g{group:05d}.parquet")
+            # Plan's cuts of a first run's large sections come from these few rows, taken
+            # in this pass, not from a scan of the sections' rows (pipeline.plan.slices).
+            sample_uri = "" if not plan.sample_every else write_parquet(
+                con.sql(sql.load_sql("group_sample"), params={"every": plan.sample_every}),
+                work, f"{SAMPLE_PARTS_FOLDER}/g{group:05d}.parquet")
         except duckdb.Error as exc:
             # a full disk under the work folder or the spill is not the inventory's fault
             raise out_of_space(exc, sql.spill_dir_for_errors()) or InventoryError(
@@ -521,7 +542,8 @@ def load_group(plan: LoadPlan, group: int, work_uri: str, *,
     result = GroupResult(
         group=group, rows=plan.group_rows(group), files=len(files),
         normalized_uris=normalized_uris, constant_columns=list(constants), counts=counts,
-        cleaned=cleaned, seconds=round(time.monotonic() - started, 3), rejects_uri=rejects_uri)
+        cleaned=cleaned, seconds=round(time.monotonic() - started, 3), rejects_uri=rejects_uri,
+        sample_uri=sample_uri)
     if several:
         progress.done(f"{result.rows:,} rows")
     return result
@@ -612,10 +634,16 @@ def combine_groups(plan: LoadPlan, results: Sequence[GroupResult],
         bounds = plan.bucket_sections and plan.split == 1
         row_hashes = plan.row_hashes and not any(r.cleaned for r in results)
         sums = section_sums = sections = None
+        sample_uri = ""
         if row_hashes or bounds:
             slugs = section_slugs(con, [g["raw_section"] for g in groups if g["reason"] is None])
             if bounds:
                 sections = first_run_sections(groups, slugs)
+            if bounds and plan.sample_every and all(r.sample_uri for r in results):
+                # section_slugs' table is still there: the samples' sections named with it
+                register_parquet(con, "sample_parts", [r.sample_uri for r in results])
+                sample_uri = write_parquet(con.sql(sql.load_sql("section_sample")), work,
+                                           SECTION_SAMPLE_KEY)
             if row_hashes:  # the input's, and each section's (pipeline.unchanged)
                 sums = (sum(g["rows"] for g in groups),
                         sum(int(g["hash_sum"]) for g in groups),
@@ -662,7 +690,8 @@ def combine_groups(plan: LoadPlan, results: Sequence[GroupResult],
         section_depth=plan.section_depth, files=plan.files,
         seconds=time.monotonic() - started,
         constant_columns=constants, split=plan.split, row_sums=sums, section_sums=section_sums,
-        first_run_sections=sections,
+        first_run_sections=sections, sample_uri=sample_uri,
+        sample_every=plan.sample_every if sample_uri else 0,
         dedupe_passes=tuple((rows, passes) for d in dedupes for rows, passes in d.passes))
     progress.done(f"{input_rows:,} rows, {valid_rows:,} valid, {result.rejected_rows:,} rejected")
     log.debug("load: %d input rows, %d valid, rejected %s, dropped fields %s (%.1f s); "
@@ -678,7 +707,8 @@ def load(inventory: str, site_url: str, work_uri: str, *, section_depth: int = 1
          con: duckdb.DuckDBPyConnection | None = None,
          progress: Progress = QUIET,
          diff_partitions: Callable[[int], int] | None = None,
-         bucket_sections: bool = False, row_hashes: bool = False) -> LoadResult:
+         bucket_sections: bool = False, row_hashes: bool = False,
+         sample_every: int = 0) -> LoadResult:
     """Read, check and validate the inventory; write valid rows and rejects under `work_uri`:
     plan_load, load_group of every file at once, combine_groups, in one process.
 
@@ -696,14 +726,14 @@ def load(inventory: str, site_url: str, work_uri: str, *, section_depth: int = 1
     them by section for that diff (`LoadResult.first_run_sections`).
     `row_hashes`: also sum a hash of every input row, as pipeline.unchanged.row_sums does
     (`LoadResult.row_sums`), in the pass that reads them anyway, and each section's
-    (`LoadResult.section_sums`)."""
+    (`LoadResult.section_sums`). `sample_every`: see plan_load."""
     started = time.monotonic()
     con = con or sql.connect()
     progress.step("list the inventory")
     plan = plan_load(inventory, site_url, section_depth=section_depth,
                      keep_deprecated_tags=keep_deprecated_tags, max_line_bytes=max_line_bytes,
                      diff_partitions=diff_partitions, bucket_sections=bucket_sections,
-                     row_hashes=row_hashes, con=con)
+                     row_hashes=row_hashes, sample_every=sample_every, con=con)
     progress.done(f"{len(plan.files)} file(s), {plan.input_rows:,} rows")
     return load_planned(plan, work_uri, con=con, progress=progress, started=started)
 

@@ -379,6 +379,7 @@ def _load_plan(ctx: RunContext, group_rows: int | None) -> Any:
     rows it writes by them (ValidRows.split)."""
     from pipeline.diff import partitions_for
     from pipeline.load import plan_load
+    from pipeline.plan.slices import sample_every
 
     return plan_load(ctx.options.inventory, ctx.site_url,
                      section_depth=ctx.options.section_depth,
@@ -388,6 +389,9 @@ def _load_plan(ctx: RunContext, group_rows: int | None) -> Any:
                      diff_partitions=lambda rows: ctx.options.diff_partitions or partitions_for(
                          rows, first_run=not ctx.snapshot),
                      bucket_sections=not ctx.snapshot,
+                     # a first run's plan cuts its large sections from this sample
+                     sample_every=sample_every(ctx.options.plan_slice_rows
+                                               or environment().plan_slice_rows),
                      # the rows' hashes also make each section's identity, which the next
                      # run compares with (pipeline.unchanged): not for a dry run
                      row_hashes=ctx.identity_at_load or (

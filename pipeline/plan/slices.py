@@ -52,11 +52,12 @@ from pipeline.diffed import (
     DiffedView,
     bucketed,
     files_of_sections,
+    plain_omitted,
     register_diffed,
 )
 from pipeline.errors import ConfigError
 from pipeline.layout import BOUNDS_KEY, SHARDS_KEY, SLICE_INPUT_FOLDER, SLICES_KEY
-from pipeline.parquet import open_parquet, write_parquet, write_partitioned
+from pipeline.parquet import open_parquet, register_parquet, write_parquet, write_partitioned
 from pipeline.parts import Parts
 from pipeline.plan.model import PlanResult
 from pipeline.settings import Environment, environment
@@ -151,6 +152,11 @@ def _cuts_by_shards(bounds: list[tuple[str, str, int, int]], slice_rows: int,
     return cuts
 
 
+def sample_every(slice_rows: int) -> int:
+    """One URL in how many a new section's sample holds (SAMPLES_PER_SLICE per slice)."""
+    return max(1, slice_rows // SAMPLES_PER_SLICE)
+
+
 def _cuts_by_sample(sample: list[str], rows: int, slice_rows: int) -> list[str]:
     """Cut points at the sample's quantiles, so each slice holds about slice_rows."""
     n = -(-rows // slice_rows)
@@ -173,13 +179,15 @@ def _weights(con: duckdb.DuckDBPyConnection, output_format: str
 
 
 def _slices(con: duckdb.DuckDBPyConnection, slice_rows: int, weighted: bool = False,
-            output_format: str = "xml", counts: list[tuple[str, int]] | None = None
-            ) -> list[Slice]:
+            output_format: str = "xml", counts: list[tuple[str, int]] | None = None,
+            sample_uri: str = "") -> list[Slice]:
     """The plan's slices, in (section, URL) order, from `diffed_all` and `shard_bounds`.
 
     `weighted` (an incremental run that keeps untouched shards): sized by the rows plan may
     write, at most REUSED_SLICE_FACTOR * slice_rows rows in all; else by all rows.
-    `counts`: each section's rows (sql/section_counts.sql), when known."""
+    `counts`: each section's rows (sql/section_counts.sql), when known. `sample_uri`: load's
+    sample of these rows' URLs (sql/section_sample.sql, one in sample_every(slice_rows)),
+    read for a new section's cuts instead of its rows."""
     if counts is None:
         counts = con.sql(sql.load_sql("section_counts")).fetchall()
     # Rows that fit one slice are planned in one: no weights needed.
@@ -194,8 +202,14 @@ def _slices(con: duckdb.DuckDBPyConnection, slice_rows: int, weighted: bool = Fa
     big_new = [s for s, n in counts if n > slice_rows and s not in bounds]
     samples: dict[str, list[str]] = {}
     if big_new:
-        rows = con.sql(sql.load_sql("sample_urls"), params={
-            "sections": big_new, "every": max(1, slice_rows // SAMPLES_PER_SLICE)}).fetchall()
+        if sample_uri:  # the same rows as sample_urls gives, from a few of them
+            register_parquet(con, "section_sample", [sample_uri])
+            rows = con.sql("SELECT section, url FROM section_sample "
+                           "WHERE list_contains($sections, section) ORDER BY section, url",
+                           params={"sections": big_new}).fetchall()
+        else:
+            rows = con.sql(sql.load_sql("sample_urls"), params={
+                "sections": big_new, "every": sample_every(slice_rows)}).fetchall()
         for section, url in rows:
             samples.setdefault(section, []).append(url)
     slices: list[Slice] = []
@@ -275,7 +289,8 @@ def prepare(diffed_uris: str | Sequence[str], snapshot_uri: str | None, work_uri
     counts = ([(r[0], r[1]) for r in view.section_stats] if view is not None
               else con.sql(sql.load_sql("section_counts")).fetchall())
     slices = _slices(con, slice_rows, weighted=keeps_shards and snapshot_uri is not None,
-                     output_format=output_format, counts=counts)
+                     output_format=output_format, counts=counts,
+                     sample_uri=_load_sample(view, slice_rows))
     # New shards of a section are numbered after its highest previous number.
     next_free = {section: int(top) + 1 for section, top in con.sql(
         "SELECT section, max(shard) FROM shard_bounds GROUP BY section").fetchall()}
@@ -303,6 +318,21 @@ def prepare(diffed_uris: str | Sequence[str], snapshot_uri: str | None, work_uri
     log.info("plan: %d slice(s) for about %d rows, at most about %d to write in each", len(slices),
              sum(sl.rows for sl in slices), slice_rows)
     return slices
+
+
+def _load_sample(view: DiffedView | None, slice_rows: int) -> str:
+    """Load's sample of a first run's URLs (ValidRows.sample_uri) where it is what
+    sql/sample_urls.sql would take of the diffed rows: taken one in as many, and no row moved
+    to another section (where a row can be a news article, which moves to the news section,
+    the rows are scanned)."""
+    if view is None:
+        return ""
+    valid = view.valid
+    if "is_news" not in plain_omitted(valid.get("constant_columns", ()), view.with_news):
+        return ""
+    if not valid.get("sample_uri") or valid.get("sample_every") != sample_every(slice_rows):
+        return ""
+    return str(valid["sample_uri"])
 
 
 def _register_previous_bounds(con: duckdb.DuckDBPyConnection, snapshot_uri: str | None) -> None:

@@ -619,3 +619,50 @@ def test_each_plan_task_reads_about_its_share(tmp_path: Path) -> None:
                     diff_partitions=3)
     assert dag["prepared"]["view"] is None and len(dag["prepared"]["diffed_uris"]) == 3
     _reads_its_share(dag, cli)
+
+
+def test_a_first_runs_cuts_come_from_loads_sample_not_a_scan_of_its_sections(
+        inventory: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A first run's load samples the valid URLs as plan's sample_urls would take them of the
+    diffed rows (by section, one in sample_every); prepare cuts the large new sections from
+    that file without scanning their rows, and plans exactly what the scan plans."""
+    from pipeline.plan import slices as plan
+
+    monkeypatch.setattr(plan, "SAMPLES_PER_SLICE", 10)  # one URL in 12 of SLICE's rows
+    every = plan.sample_every(SLICE)
+    assert every == 12
+    queries: list[str] = []
+    real_load_sql = sql.load_sql
+    monkeypatch.setattr(sql, "load_sql", lambda name: queries.append(name) or real_load_sql(name))
+    ctx = steps.begin(_opts(inventory, tmp_path / "probe", plan_slice_rows=SLICE))
+    try:
+        steps.load_step(ctx)
+        steps.diff_step(ctx)
+        work = storage.open_storage(ctx.work)
+        valid = json.loads(work.read_bytes("load.json"))["valid"]
+        assert valid["sample_every"] == every and valid["sample_uri"]
+        result = json.loads(work.read_bytes("diff.json"))
+        con = sql.connect()
+        register_diffed(con, "diffed_all", result["diffed_uris"],
+                        DiffedView.from_json(result["view"]))
+        sections = [s for s, in con.sql("SELECT DISTINCT section FROM diffed_all").fetchall()]
+        scanned = con.sql(real_load_sql("sample_urls"), params={
+            "sections": sections, "every": every}).fetchall()
+        sample = pq.read_table(valid["sample_uri"])
+        assert list(zip(sample["section"].to_pylist(), sample["url"].to_pylist(),
+                        strict=True)) == scanned
+        assert 0 < sample.num_rows < con.sql("SELECT count(*) FROM diffed_all").fetchall()[0][0] / 6
+        queries.clear()
+        steps.plan_prepare_step(ctx)
+        prepared = json.loads(work.read_bytes(SLICES_KEY))
+        assert any(sl["lo"] is not None for sl in prepared["slices"])  # sections were cut
+        assert "sample_urls" not in queries
+    finally:
+        steps.finish(ctx)
+
+    sampled = _plan_run(inventory, tmp_path / "sampled", T0, "sequential")
+    monkeypatch.setattr(plan, "_load_sample", lambda view, slice_rows: "")
+    queries.clear()
+    scanning = _plan_run(inventory, tmp_path / "scanning", T0, "sequential")
+    assert "sample_urls" in queries
+    _same(sampled, scanning)
